@@ -1,0 +1,1 @@
+"""bcg_policy_node."""

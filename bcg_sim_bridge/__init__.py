@@ -1,0 +1,1 @@
+"""bcg_sim_bridge."""
