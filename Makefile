@@ -1,0 +1,62 @@
+# BCG: two commands for a new user.
+#   make sim2sim   set up (first time) and run the main job: sim-to-sim validation
+#   make test      set up (first time) and run the tests: pytest, then colcon build/test
+# A second run reuses the virtual environment and changes nothing.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+RUN := $(BIN)/python
+STAMP_DEPLOY := $(VENV)/.bcg-deploy
+STAMP_FULL := $(VENV)/.bcg-full
+COLCON_WS := $(shell mktemp -u /tmp/bcg-colcon-XXXXXX)
+
+export XLA_FLAGS ?= --xla_cpu_multi_thread_eigen=false
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+
+.PHONY: setup setup-deploy sim2sim test pytest colcon-test deploy-check robot-info clean-venv
+
+setup: $(STAMP_FULL)            ## everything: trainer, node, bridge, tests
+setup-deploy: $(STAMP_DEPLOY)   ## robot PC: node, sentinel, bridge (no JAX, no torch)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP_DEPLOY): requirements/deploy.txt requirements/no-deps.txt | $(BIN)/python
+	$(PIP) install -q -r requirements/deploy.txt
+	$(PIP) install -q --no-deps -r requirements/no-deps.txt
+	touch $@
+
+$(STAMP_FULL): $(STAMP_DEPLOY) requirements/train.txt requirements/dev.txt
+	$(PIP) install -q -r requirements/train.txt -r requirements/dev.txt
+	touch $@
+
+robot-info: $(STAMP_DEPLOY)     ## validate the robot config, build the models, print the contract
+	$(RUN) -m bcg_robot.cli
+
+sim2sim: $(STAMP_DEPLOY)        ## the main job
+	$(RUN) -m bcg_robot.cli
+
+pytest: $(STAMP_FULL)
+	$(RUN) -m pytest
+
+colcon-test: $(STAMP_FULL)      ## colcon build + test + test-result in a throwaway workspace
+	mkdir -p $(COLCON_WS)
+	cd $(COLCON_WS) && PATH=$(abspath $(BIN)):$$PATH colcon --log-base $(COLCON_WS)/log build \
+		--base-paths $(CURDIR) --build-base $(COLCON_WS)/build --install-base $(COLCON_WS)/install
+	cd $(COLCON_WS) && PATH=$(abspath $(BIN)):$$PATH colcon --log-base $(COLCON_WS)/log test \
+		--base-paths $(CURDIR) --build-base $(COLCON_WS)/build --install-base $(COLCON_WS)/install \
+		--pytest-args -m "not slow"
+	cd $(COLCON_WS) && PATH=$(abspath $(BIN)):$$PATH colcon test-result --test-result-base $(COLCON_WS)/build --verbose
+	rm -rf $(COLCON_WS)
+
+deploy-check:                   ## a robot-PC install (no JAX, no torch) imports every deployment module
+	$(MAKE) --no-print-directory setup-deploy VENV=.venv-deploy
+	.venv-deploy/bin/python -c "import importlib.util as u, sys; bad=[m for m in ('jax','torch','optax') if u.find_spec(m)]; sys.exit(f'deploy venv has {bad}' if bad else 0)"
+	.venv-deploy/bin/python -m bcg_robot.deploy_check
+
+test: pytest colcon-test deploy-check   ## the test command
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,178 @@
+"""The robot config: the one source of truth for joint order, limits, pose and gains.
+
+Loaded from ``config/g1_29dof.yaml`` (see that file for the fields), validated
+(unknown keys, wrong lengths, non-finite values, a default pose outside the limits)
+and checked against the MJCF it names: every joint must exist there and its range
+must equal the config's position limits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from bcg_robot.errors import ConfigError
+from bcg_robot.paths import share_file
+from bcg_robot.yaml_dataclass import load_dataclass
+
+DEFAULT_ROBOT_CONFIG = share_file("config/g1_29dof.yaml")
+
+# Tolerance for "the config's limits agree with the MJCF" (rad).
+LIMIT_TOLERANCE = 1e-4
+
+PER_JOINT_KEYS = (
+    "position_lower",
+    "position_upper",
+    "velocity_limits",
+    "effort_limits",
+    "default_pose",
+    "kp",
+    "kd",
+    "armature",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class MjcfSource:
+    """Where the robot description comes from: a file inside an installed distribution."""
+
+    distribution: str
+    path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RobotConfig:
+    name: str
+    mjcf: MjcfSource
+    joint_names: tuple[str, ...]
+    position_lower: tuple[float, ...]
+    position_upper: tuple[float, ...]
+    velocity_limits: tuple[float, ...]
+    effort_limits: tuple[float, ...]
+    default_pose: tuple[float, ...]
+    kp: tuple[float, ...]
+    kd: tuple[float, ...]
+    armature: tuple[float, ...]
+    control_dt: float = 0.02
+    action_scale: float = 0.25
+    imu_site: str = "imu_in_pelvis"
+    root_body: str = "pelvis"
+    feet: tuple[str, ...] = ("left_ankle_roll_link", "right_ankle_roll_link")
+    source: str = dataclasses.field(default="<robot config>", compare=False)
+
+    def validate(self) -> None:
+        n = len(self.joint_names)
+        if n == 0:
+            raise ConfigError(self.source, "key 'joint_names': empty")
+        if len(set(self.joint_names)) != n:
+            dup = next(j for j in self.joint_names if self.joint_names.count(j) > 1)
+            raise ConfigError(self.source, f"key 'joint_names': '{dup}' appears twice")
+        for key in PER_JOINT_KEYS:
+            values = getattr(self, key)
+            if len(values) != n:
+                raise ConfigError(self.source, f"key '{key}': expected {n} values (one per joint), got {len(values)}")
+            bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
+            if bad:
+                raise ConfigError(self.source, f"key '{key}': non-finite value for joint '{self.joint_names[bad[0]]}'")
+        for key in ("velocity_limits", "effort_limits"):
+            bad = [i for i, v in enumerate(getattr(self, key)) if v <= 0]
+            if bad:
+                raise ConfigError(self.source, f"key '{key}': must be > 0 for joint '{self.joint_names[bad[0]]}'")
+        for key in ("kp", "kd", "armature"):
+            bad = [i for i, v in enumerate(getattr(self, key)) if v < 0]
+            if bad:
+                raise ConfigError(self.source, f"key '{key}': must be >= 0 for joint '{self.joint_names[bad[0]]}'")
+        for i, name in enumerate(self.joint_names):
+            lo, hi, q0 = self.position_lower[i], self.position_upper[i], self.default_pose[i]
+            if lo >= hi:
+                raise ConfigError(self.source, f"key 'position_lower': not below position_upper for joint '{name}'")
+            if not lo <= q0 <= hi:
+                raise ConfigError(self.source, f"key 'default_pose': {q0} outside [{lo}, {hi}] for joint '{name}'")
+        if not 0 < self.control_dt <= 0.1:
+            raise ConfigError(self.source, f"key 'control_dt': {self.control_dt} not in (0, 0.1] s")
+        if self.action_scale <= 0:
+            raise ConfigError(self.source, "key 'action_scale': must be > 0")
+
+    @property
+    def num_joints(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def mjcf_joint_names(self) -> tuple[str, ...]:
+        return tuple(f"{j}_joint" for j in self.joint_names)
+
+    def array(self, key: str) -> np.ndarray:
+        """A per-joint field as a float64 array in motor order."""
+        if key not in PER_JOINT_KEYS:
+            raise KeyError(key)
+        return np.asarray(getattr(self, key), dtype=np.float64)
+
+    @cached_property
+    def lower(self) -> np.ndarray:
+        return self.array("position_lower")
+
+    @cached_property
+    def upper(self) -> np.ndarray:
+        return self.array("position_upper")
+
+    @cached_property
+    def default_q(self) -> np.ndarray:
+        return self.array("default_pose")
+
+    @cached_property
+    def kp_array(self) -> np.ndarray:
+        return self.array("kp")
+
+    @cached_property
+    def kd_array(self) -> np.ndarray:
+        return self.array("kd")
+
+    @cached_property
+    def effort(self) -> np.ndarray:
+        return self.array("effort_limits")
+
+    @cached_property
+    def velocity(self) -> np.ndarray:
+        return self.array("velocity_limits")
+
+    def mjcf_path(self) -> Path:
+        from bcg_robot.assets import locate_distribution_file
+
+        return locate_distribution_file(self.mjcf.distribution, self.mjcf.path, self.source)
+
+
+def check_against_mjcf(cfg: RobotConfig) -> None:
+    """Every configured joint exists in the MJCF as a hinge, with the same range."""
+    import mujoco
+
+    path = cfg.mjcf_path()
+    try:
+        model = mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as err:
+        raise ConfigError(path, f"MuJoCo cannot load the robot description: {err}") from None
+    hinge_names = [
+        model.joint(i).name for i in range(model.njnt) if model.jnt_type[i] == mujoco.mjtJoint.mjJNT_HINGE
+    ]
+    for i, (name, mjcf_name) in enumerate(zip(cfg.joint_names, cfg.mjcf_joint_names)):
+        if mjcf_name not in hinge_names:
+            raise ConfigError(cfg.source, f"key 'joint_names': '{name}' ({mjcf_name}) is not a hinge joint in {path.name}")
+        jid = model.joint(mjcf_name).id
+        lo, hi = model.jnt_range[jid]
+        if abs(lo - cfg.position_lower[i]) > LIMIT_TOLERANCE:
+            raise ConfigError(cfg.source, f"key 'position_lower': {cfg.position_lower[i]} for '{name}' disagrees with MJCF {lo:.6g}")
+        if abs(hi - cfg.position_upper[i]) > LIMIT_TOLERANCE:
+            raise ConfigError(cfg.source, f"key 'position_upper': {cfg.position_upper[i]} for '{name}' disagrees with MJCF {hi:.6g}")
+    if hinge_names != list(cfg.mjcf_joint_names):
+        raise ConfigError(cfg.source, f"key 'joint_names': order differs from the MJCF hinge order of {path.name}")
+
+
+def load_robot_config(path: str | Path = DEFAULT_ROBOT_CONFIG, check_model: bool = True) -> RobotConfig:
+    """Load, validate and (by default) check the robot config against its MJCF."""
+    cfg = load_dataclass(RobotConfig, path, overrides={"source": str(path)})
+    if check_model:
+        check_against_mjcf(cfg)
+    return cfg

@@ -1,0 +1,144 @@
+"""The policy contract: what a policy assumes about the robot, carried inside its ONNX file.
+
+Stored as ONNX ``metadata_props`` (string values, lists as JSON) and checked against
+the robot config when a policy is loaded. Input and output names are fixed:
+
+inputs   ``imu_quat``, ``imu_gyro``, ``joint_pos``, ``joint_vel``, ``last_action``, ``phase``
+         (shapes ``[1, k]``, float32; see :mod:`bcg_robot.observation`)
+outputs  ``joint_targets`` ``[1, n]`` absolute joint position targets (rad, motor order),
+         ``action`` ``[1, n]`` the raw action, fed back as ``last_action`` next tick.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.errors import ContractError
+from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, RAW_INPUT_NAMES, check_observation_spec
+
+CONTRACT_VERSION = 1
+INPUT_NAMES = RAW_INPUT_NAMES
+OUTPUT_NAMES = ("joint_targets", "action")
+CONTROL_DT_TOLERANCE = 1e-9
+
+_LIST_FIELDS = ("joint_names", "default_pose", "kp", "kd", "action_scale", "observation_spec")
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyContract:
+    robot: str
+    joint_names: tuple[str, ...]
+    default_pose: tuple[float, ...]
+    kp: tuple[float, ...]
+    kd: tuple[float, ...]
+    action_scale: tuple[float, ...]
+    control_dt: float
+    observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC
+    motion_id: str = "default_pose"
+    motion_length_s: float = 0.0  # 0: no reference motion (phase stays 0)
+    config_hash: str = ""
+    source_commit: str = ""
+    contract_version: int = CONTRACT_VERSION
+
+    @property
+    def num_joints(self) -> int:
+        return len(self.joint_names)
+
+    @classmethod
+    def for_robot(cls, robot: RobotConfig, **overrides: Any) -> "PolicyContract":
+        """A contract with the robot's joint order, default pose, gains and rate."""
+        values = dict(
+            robot=robot.name,
+            joint_names=tuple(robot.joint_names),
+            default_pose=tuple(robot.default_pose),
+            kp=tuple(robot.kp),
+            kd=tuple(robot.kd),
+            action_scale=(robot.action_scale,) * robot.num_joints,
+            control_dt=robot.control_dt,
+        )
+        values.update(overrides)
+        return cls(**values)
+
+    def to_metadata(self) -> dict[str, str]:
+        meta = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            meta[field.name] = json.dumps(list(value)) if field.name in _LIST_FIELDS else str(value)
+        return meta
+
+    @classmethod
+    def from_metadata(cls, meta: dict[str, str], source: str) -> "PolicyContract":
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            if field.name not in meta:
+                if field.default is dataclasses.MISSING:
+                    raise ContractError(source, f"policy metadata lacks '{field.name}' (not a BCG policy export?)")
+                continue
+            raw = meta[field.name]
+            try:
+                if field.name in _LIST_FIELDS:
+                    value = json.loads(raw)
+                    if not isinstance(value, list):
+                        raise ValueError("not a list")
+                    if field.name in ("joint_names", "observation_spec"):
+                        value = tuple(str(v) for v in value)
+                    else:
+                        value = tuple(float(v) for v in value)
+                elif field.name in ("control_dt", "motion_length_s"):
+                    value = float(raw)
+                elif field.name == "contract_version":
+                    value = int(raw)
+                else:
+                    value = raw
+            except (ValueError, TypeError) as err:
+                raise ContractError(source, f"policy metadata '{field.name}' is malformed: {err}") from None
+            values[field.name] = value
+        contract = cls(**values)
+        contract.validate(source)
+        return contract
+
+    def validate(self, source: str) -> None:
+        """Internal consistency, independent of any robot."""
+        if self.contract_version != CONTRACT_VERSION:
+            raise ContractError(source, f"contract version {self.contract_version}, this build reads {CONTRACT_VERSION}")
+        n = self.num_joints
+        for name in ("default_pose", "kp", "kd", "action_scale"):
+            values = getattr(self, name)
+            if len(values) != n:
+                raise ContractError(source, f"policy '{name}' has {len(values)} values for {n} joints")
+            if not all(math.isfinite(v) for v in values):
+                raise ContractError(source, f"policy '{name}' has a non-finite value")
+        if any(v < 0 for v in self.kp + self.kd):
+            raise ContractError(source, "policy gains must be >= 0")
+        if any(v <= 0 for v in self.action_scale):
+            raise ContractError(source, "policy action_scale must be > 0")
+        if not (math.isfinite(self.control_dt) and self.control_dt > 0):
+            raise ContractError(source, f"policy control_dt {self.control_dt} is not a positive number")
+        try:
+            check_observation_spec(self.observation_spec)
+        except ValueError as err:
+            raise ContractError(source, f"policy observation_spec: {err}") from None
+
+    def check_against(self, robot: RobotConfig, source: str) -> None:
+        """Raise :class:`ContractError` unless this policy can drive ``robot``."""
+        self.validate(source)
+        if self.num_joints != robot.num_joints:
+            raise ContractError(source, f"policy has {self.num_joints} joints, robot '{robot.name}' has {robot.num_joints}")
+        for i, (ours, theirs) in enumerate(zip(self.joint_names, robot.joint_names)):
+            if ours != theirs:
+                raise ContractError(
+                    source, f"joint {i} is '{ours}' in the policy but '{theirs}' on the robot (joint order mismatch)"
+                )
+        if abs(self.control_dt - robot.control_dt) > CONTROL_DT_TOLERANCE:
+            raise ContractError(source, f"policy control_dt {self.control_dt} s != robot control_dt {robot.control_dt} s")
+        q0 = np.asarray(self.default_pose)
+        outside = np.flatnonzero((q0 < robot.lower) | (q0 > robot.upper))
+        if outside.size:
+            j = outside[0]
+            raise ContractError(source, f"policy default pose of '{robot.joint_names[j]}' ({q0[j]}) is outside the joint limits")

@@ -1,0 +1,96 @@
+"""The low-level command and state as they travel between node and robot (pure, no ROS).
+
+Two transports carry the same content:
+
+``ros2`` (sim bridge, standard messages only; custom interfaces cannot be built here)
+    state in:   ``STATE_JOINTS_TOPIC`` sensor_msgs/JointState: ``name`` in motor order,
+                ``position``, ``velocity``, ``effort`` (estimated torque); the header stamp
+                and ``TICK_FRAME_PREFIX``+tick in ``header.frame_id`` give freshness.
+                ``STATE_IMU_TOPIC`` sensor_msgs/Imu: orientation (x, y, z, w as ROS orders
+                it), angular_velocity (rad/s, IMU frame), linear_acceleration.
+    command out: ``COMMAND_TOPIC`` std_msgs/Float64MultiArray, a ``5 x n`` row-major
+                matrix with layout dims ``field`` (q, dq, tau, kp, kd) and ``joint`` (motor
+                order). The drive applies ``tau + kp (q - q_meas) + kd (dq - dq_meas)``.
+
+``unitree_sdk`` (robot, and the bridge's emulation): ``rt/lowstate`` / ``rt/lowcmd`` with
+the ``unitree_hg`` IDL; see ``shared/reference/g1.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+STATE_JOINTS_TOPIC = "lowstate/joint_states"
+STATE_IMU_TOPIC = "lowstate/imu"
+COMMAND_TOPIC = "lowcmd"
+TICK_FRAME_PREFIX = "tick:"
+COMMAND_FIELDS = ("q", "dq", "tau", "kp", "kd")
+
+UNITREE_STATE_TOPIC = "rt/lowstate"
+UNITREE_COMMAND_TOPIC = "rt/lowcmd"
+UNITREE_NUM_MOTORS = 35
+UNITREE_MODE_MACHINE_29DOF = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class LowCommand:
+    """One command for all motors, in motor order."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    tau: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+
+    @property
+    def num_joints(self) -> int:
+        return int(self.q.shape[0])
+
+    def as_matrix(self) -> np.ndarray:
+        return np.stack([self.q, self.dq, self.tau, self.kp, self.kd]).astype(np.float64)
+
+    def is_damping(self) -> bool:
+        return bool(np.all(self.kp == 0) and np.all(self.kd > 0) and np.all(self.tau == 0) and np.all(self.dq == 0))
+
+    def is_zero_torque(self) -> bool:
+        return bool(np.all(self.kp == 0) and np.all(self.kd == 0) and np.all(self.tau == 0))
+
+    @classmethod
+    def from_matrix(cls, matrix: np.ndarray) -> "LowCommand":
+        m = np.asarray(matrix, dtype=np.float64)
+        if m.ndim != 2 or m.shape[0] != len(COMMAND_FIELDS):
+            raise ValueError(f"command matrix must be {len(COMMAND_FIELDS)} x n, got {m.shape}")
+        return cls(*(m[i].copy() for i in range(len(COMMAND_FIELDS))))
+
+    @classmethod
+    def damping(cls, kd: np.ndarray) -> "LowCommand":
+        """kp = 0, kd > 0: the motors resist motion and hold nothing."""
+        kd = np.asarray(kd, dtype=np.float64)
+        z = np.zeros_like(kd)
+        return cls(z.copy(), z.copy(), z.copy(), z.copy(), kd.copy())
+
+    @classmethod
+    def zero_torque(cls, n: int) -> "LowCommand":
+        z = np.zeros(n)
+        return cls(z.copy(), z.copy(), z.copy(), z.copy(), z.copy())
+
+    @classmethod
+    def position(cls, q: np.ndarray, kp: np.ndarray, kd: np.ndarray) -> "LowCommand":
+        q = np.asarray(q, dtype=np.float64)
+        z = np.zeros_like(q)
+        return cls(q.copy(), z.copy(), z.copy(), np.asarray(kp, dtype=np.float64).copy(), np.asarray(kd, dtype=np.float64).copy())
+
+
+def command_to_flat(cmd: LowCommand) -> list[float]:
+    """Row-major flattening used for ``std_msgs/Float64MultiArray.data``."""
+    return cmd.as_matrix().reshape(-1).tolist()
+
+
+def command_from_flat(data, num_joints: int) -> LowCommand:
+    flat = np.asarray(data, dtype=np.float64)
+    expected = len(COMMAND_FIELDS) * num_joints
+    if flat.shape != (expected,):
+        raise ValueError(f"command has {flat.size} values, expected {expected}")
+    return LowCommand.from_matrix(flat.reshape(len(COMMAND_FIELDS), num_joints))

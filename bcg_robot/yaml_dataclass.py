@@ -1,0 +1,161 @@
+"""Typed dataclasses from YAML: unknown keys rejected, types checked, one-line errors.
+
+Every config in the project (robot, training, safety, bridge) is a frozen dataclass
+with defaults. :func:`load_dataclass` builds one from a YAML mapping and
+:func:`dump_dataclass` writes the resolved config back (saved next to every
+checkpoint and export).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from bcg_robot.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(path, f"cannot read: {err.strerror or err}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(path, f"invalid YAML{where}: {getattr(err, 'problem', err)}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, f"top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _convert(value: Any, tp: Any, key: str, source: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(value, arg, key, source)
+            except ConfigError as err:
+                errors.append(err.problem)
+        raise ConfigError(source, errors[0] if errors else f"key '{key}': bad value {value!r}")
+    if origin is typing.Literal:
+        if value not in args:
+            raise ConfigError(source, f"key '{key}': {value!r} is not one of {list(args)}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(source, f"key '{key}': expected a mapping, got {type(value).__name__}")
+        return _build(tp, value, source, prefix=f"{key}.")
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(source, f"key '{key}': expected a list, got {type(value).__name__}")
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(v, args[0], f"{key}[{i}]", source) for i, v in enumerate(value))
+        if origin is tuple and args:
+            if len(value) != len(args):
+                raise ConfigError(source, f"key '{key}': expected {len(args)} values, got {len(value)}")
+            return tuple(_convert(v, a, f"{key}[{i}]", source) for i, (v, a) in enumerate(zip(value, args)))
+        inner = args[0] if args else Any
+        return [_convert(v, inner, f"{key}[{i}]", source) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(source, f"key '{key}': expected a mapping, got {type(value).__name__}")
+        return dict(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(source, f"key '{key}': expected true/false, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(source, f"key '{key}': expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(source, f"key '{key}': expected an integer, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(source, f"key '{key}': expected a string, got {value!r}")
+        return value
+    return value
+
+
+def _build(cls: type[T], data: dict[str, Any], source: str, prefix: str = "") -> T:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(source, f"unknown key '{prefix}{unknown[0]}' (allowed: {', '.join(sorted(fields))})")
+    kwargs = {}
+    for name, field in fields.items():
+        key = f"{prefix}{name}"
+        if name in data:
+            kwargs[name] = _convert(data[name], hints[name], key, source)
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ConfigError(source, f"missing key '{key}'")
+    try:
+        return cls(**kwargs)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as err:
+        raise ConfigError(source, str(err)) from None
+
+
+def load_dataclass(cls: type[T], path: str | Path, overrides: dict[str, Any] | None = None) -> T:
+    """Load ``cls`` from the YAML file ``path`` (plus optional overrides), validated."""
+    data = read_yaml_mapping(path)
+    if overrides:
+        data = {**data, **overrides}
+    return from_mapping(cls, data, str(path))
+
+
+def from_mapping(cls: type[T], data: dict[str, Any], source: str = "<config>") -> T:
+    obj = _build(cls, data, source)
+    validate = getattr(obj, "validate", None)
+    if callable(validate):
+        try:
+            validate()
+        except ConfigError:
+            raise
+        except ValueError as err:
+            raise ConfigError(source, str(err)) from None
+    return obj
+
+
+def to_plain(obj: Any) -> Any:
+    """Dataclasses, tuples and numpy arrays as plain YAML-able Python values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return obj
+
+
+def dump_dataclass(obj: Any, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(to_plain(obj), sort_keys=False))
+    return path

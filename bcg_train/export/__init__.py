@@ -1,0 +1,1 @@
+"""Export trained policies as self-contained ONNX files."""

@@ -1,0 +1,45 @@
+"""bcg_policy_node: one ament_python package holding trainer, node, bridge and robot model."""
+
+from glob import glob
+from os.path import dirname, isfile
+
+from setuptools import find_packages, setup
+
+PACKAGE = "bcg_policy_node"
+
+
+def data_tree(folder: str) -> list[tuple[str, list[str]]]:
+    """Install ``folder`` under share/<package>/ keeping its sub-folders."""
+    entries: dict[str, list[str]] = {}
+    for path in glob(f"{folder}/**/*", recursive=True):
+        if "__pycache__" in path or path.endswith(".pyc"):
+            continue
+        if isfile(path):
+            entries.setdefault(f"share/{PACKAGE}/{dirname(path)}", []).append(path)
+    return sorted(entries.items())
+
+
+CONSOLE_SCRIPTS = [
+    "bcg-robot-info = bcg_robot.cli:main",
+]
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        *data_tree("launch"),
+        *data_tree("config"),
+        *data_tree("models"),
+    ],
+    install_requires=["setuptools"],
+    extras_require={"test": ["pytest"]},
+    zip_safe=True,
+    maintainer="BCG developers",
+    maintainer_email="bcg@example.com",
+    description="Bundled Contact Gradients for the Unitree G1",
+    license="Apache-2.0",
+    entry_points={"console_scripts": CONSOLE_SCRIPTS},
+)

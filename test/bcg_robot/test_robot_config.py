@@ -1,0 +1,106 @@
+"""The robot config loads, agrees with the MJCF, and rejects bad input with one-line errors."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
+from bcg_robot.errors import ConfigError
+
+G1_MOTOR_ORDER = [
+    "left_hip_pitch", "left_hip_roll", "left_hip_yaw", "left_knee", "left_ankle_pitch", "left_ankle_roll",
+    "right_hip_pitch", "right_hip_roll", "right_hip_yaw", "right_knee", "right_ankle_pitch", "right_ankle_roll",
+    "waist_yaw", "waist_roll", "waist_pitch",
+    "left_shoulder_pitch", "left_shoulder_roll", "left_shoulder_yaw", "left_elbow",
+    "left_wrist_roll", "left_wrist_pitch", "left_wrist_yaw",
+    "right_shoulder_pitch", "right_shoulder_roll", "right_shoulder_yaw", "right_elbow",
+    "right_wrist_roll", "right_wrist_pitch", "right_wrist_yaw",
+]
+
+
+def test_joint_order_is_the_g1_motor_order():
+    cfg = load_robot_config()
+    assert list(cfg.joint_names) == G1_MOTOR_ORDER
+    assert cfg.num_joints == 29
+
+
+def test_limits_agree_with_the_mjcf():
+    import mujoco
+
+    cfg = load_robot_config()
+    model = mujoco.MjModel.from_xml_path(str(cfg.mjcf_path()))
+    for i, name in enumerate(cfg.mjcf_joint_names):
+        lo, hi = model.jnt_range[model.joint(name).id]
+        assert lo == pytest.approx(cfg.position_lower[i], abs=1e-4)
+        assert hi == pytest.approx(cfg.position_upper[i], abs=1e-4)
+    assert cfg.effort_limits[3] == 139 and cfg.velocity_limits[3] == 20  # knee: 7520-22
+
+
+def _write_variant(tmp_path: Path, **changes) -> Path:
+    data = yaml.safe_load(DEFAULT_ROBOT_CONFIG.read_text())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    path = tmp_path / "robot.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _names_with(index: int, name: str) -> list[str]:
+    names = list(G1_MOTOR_ORDER)
+    names[index] = name
+    return names
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"max_torque": 5}, "unknown key 'max_torque'"),
+        ({"kp": [100.0] * 28}, "key 'kp': expected 29 values (one per joint), got 28"),
+        ({"default_pose": [0.0] * 30}, "key 'default_pose': expected 29 values"),
+        ({"joint_names": _names_with(3, "left_knee_typo")}, "'left_knee_typo' (left_knee_typo_joint) is not a hinge joint"),
+        ({"joint_names": _names_with(0, "left_hip_roll")}, "key 'joint_names': 'left_hip_roll' appears twice"),
+        ({"effort_limits": [0.0] + [10.0] * 28}, "key 'effort_limits': must be > 0 for joint 'left_hip_pitch'"),
+        ({"kd": "fast"}, "key 'kd': expected a list"),
+        ({"control_dt": None}, None),  # default applies; not an error
+        ({"position_upper": [3.0] + [2.8798] * 28}, "key 'position_upper': 3.0 for 'left_hip_pitch' disagrees with MJCF"),
+        ({"joint_names": None}, "missing key 'joint_names'"),
+    ],
+)
+def test_config_errors_name_file_and_key(tmp_path, changes, message):
+    path = _write_variant(tmp_path, **changes)
+    if message is None:
+        assert load_robot_config(path).control_dt == 0.02
+        return
+    with pytest.raises(ConfigError) as info:
+        load_robot_config(path)
+    text = str(info.value)
+    assert text.startswith(str(path) + ": ")
+    assert message in text
+    assert "\n" not in text
+
+
+def test_invalid_yaml_and_missing_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("joint_names: [a, b\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_robot_config(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_robot_config(tmp_path / "nope.yaml")
+
+
+def test_cli_prints_one_line_and_exits_nonzero(tmp_path):
+    path = _write_variant(tmp_path, kp=[1.0] * 3)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bcg_robot.cli", "--robot-config", str(path)],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and "key 'kp'" in lines[0]
