@@ -61,6 +61,7 @@ def test_float64_requires_x64():
             MjxSim(model, drive, SimConfig(float64=True))
 
 
+@pytest.mark.slow
 def test_gradient_matches_central_finite_differences_without_contact():
     """float64, leg high in the air for 3 control steps (12 physics steps)."""
     with jax.enable_x64(True):
