@@ -27,6 +27,7 @@ Outputs
     ``TIMING_TOPIC``     ``std_msgs/Float64MultiArray`` ``TIMING_FIELDS`` per tick, in ms.
     ``JOINT_STATES_TOPIC`` ``sensor_msgs/JointState`` of the robot as the node saw it.
     ``DIAGNOSTICS_TOPIC``  ``diagnostic_msgs/DiagnosticArray``, 1 Hz and on every state change.
+    ``SENTINEL_STATE_TOPIC`` ``std_msgs/String`` of the sentinel process (latched).
 
 Remote (unitree_sdk interface, real G1): START = run (from HOLD), L2+B = e-stop (DAMP).
 """
@@ -66,6 +67,9 @@ JOINT_STATES_TOPIC = "joint_states"
 JOINT_STATES_TYPE = JointState
 DIAGNOSTICS_TOPIC = "/diagnostics"
 DIAGNOSTICS_TYPE = DiagnosticArray
+
+SENTINEL_STATE_TOPIC = "policy_sentinel/state"  # std_msgs/String: WAITING, WATCHING, TAKEN_OVER (latched)
+SENTINEL_STATE_TYPE = String
 
 # Remote buttons (bcg_robot.remote names) on hardware.
 REMOTE_RUN_BUTTONS = ("start",)
