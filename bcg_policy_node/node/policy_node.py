@@ -134,7 +134,7 @@ class PolicyNode(LifecycleNode):
                 self._timer = None
             if self.loop is not None and self.interface is not None and self.interface.latest_state() is not None:
                 self.interface.send(LowCommand.damping(self.loop.damping_kd))
-                self.get_logger().warn(f"{why}: damping sent, control stopped")
+                self.get_logger().warning(f"{why}: damping sent, control stopped")
             self.loop = None
 
     def _release(self) -> None:
@@ -170,7 +170,7 @@ class PolicyNode(LifecycleNode):
             changed = self._inputs.estop != bool(msg.data)
             self._inputs.estop = bool(msg.data)
         if changed:
-            self.get_logger().warn(f"e-stop {'ASSERTED' if msg.data else 'released'}")
+            self.get_logger().warning(f"e-stop {'ASSERTED' if msg.data else 'released'}")
 
     def _on_deadman(self, msg: Empty) -> None:
         with self._lock:
