@@ -22,6 +22,8 @@ import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64MultiArray, String, UInt64
 from std_srvs.srv import Trigger
 
@@ -65,6 +67,12 @@ class ProcessSet:
         proc.send_signal(sig)
         proc.wait(timeout=20)
 
+    def stop(self, name: str) -> None:
+        """SIGINT (a clean shutdown) if it is still running."""
+        proc = self.procs.get(name)
+        if proc is not None and proc.poll() is None:
+            self.kill(name, signal.SIGINT)
+
     def stop_all(self) -> None:
         for proc in self.procs.values():
             if proc.poll() is None:
@@ -91,6 +99,9 @@ class Observer(Node):
         self.timing: list[tuple[float, float, float]] = []
         self.heartbeats: list[float] = []
         self.robot_status: dict = {}
+        self.joint_states: list[JointState] = []
+        self.diagnostics: list[DiagnosticArray] = []
+        self.deadman_enabled = threading.Event()
         sub = self.create_subscription
         sub(String, api.STATE_TOPIC, lambda m: self._add(self.states, m.data), api.latched_qos())
         sub(String, api.FAULT_TOPIC, lambda m: self._add(self.faults, m.data), api.latched_qos())
@@ -99,11 +110,14 @@ class Observer(Node):
         sub(Float64MultiArray, api.TIMING_TOPIC, lambda m: self._add(self.timing, tuple(m.data), stamp=False), 100)
         sub(UInt64, api.HEARTBEAT_TOPIC, lambda m: self._add(self.heartbeats, time.monotonic(), stamp=False), 100)
         sub(String, STATUS_TOPIC, self._on_status, 10)
+        sub(JointState, api.JOINT_STATES_TOPIC, lambda m: self._add(self.joint_states, m, stamp=False), 10)
+        sub(DiagnosticArray, api.DIAGNOSTICS_TOPIC, lambda m: self._add(self.diagnostics, m, stamp=False), 10)
         self.inject_pub = self.create_publisher(String, INJECT_TOPIC, 10)
         self.estop_pub = self.create_publisher(Bool, api.ESTOP_TOPIC, 10)
         self.deadman_pub = self.create_publisher(Empty, api.DEADMAN_TOPIC, 10)
         self._trigger_clients = {name: self.create_client(Trigger, name)
                         for name in (api.RUN_SERVICE, api.STOP_SERVICE, api.RESET_SERVICE)}
+        self.create_timer(0.05, self._on_deadman_timer)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -119,6 +133,10 @@ class Observer(Node):
         self._thread.join()
         self._executor.shutdown()
         self.destroy_node()
+
+    def _on_deadman_timer(self) -> None:
+        if self.deadman_enabled.is_set():
+            self.deadman_pub.publish(Empty())
 
     def _add(self, target: list, value, stamp: bool = True) -> None:
         with self.cond:
@@ -182,3 +200,19 @@ class Observer(Node):
 
     def wait_subscribers(self, publisher, timeout: float = 20.0) -> None:
         self.wait_for(lambda: publisher.get_subscription_count() > 0, timeout, f"a subscriber on {publisher.topic_name}")
+
+
+def back_to_hold(obs: Observer, timeout: float = 30.0) -> None:
+    """Clear injections and e-stop, stop and reset the node unless it holds, wait for HOLD."""
+    obs.inject("clear")
+    obs.inject("reset_sim")
+    obs.estop_pub.publish(Bool(data=False))
+    deadline = time.monotonic() + timeout
+    while obs.state() != "HOLD":
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"node did not return to HOLD (state {obs.state()}, faults {obs.faults[-1:]})")
+        if obs.state() == "RUN":
+            obs.call(api.STOP_SERVICE)
+        if obs.state() == "DAMP":
+            obs.call(api.RESET_SERVICE)  # refused while the fault is still present; retried
+        time.sleep(0.1)
