@@ -102,6 +102,7 @@ class Observer(Node):
         self.joint_states: list[JointState] = []
         self.diagnostics: list[DiagnosticArray] = []
         self.deadman_enabled = threading.Event()
+        self.deadman_sent_at = 0.0
         sub = self.create_subscription
         sub(String, api.STATE_TOPIC, lambda m: self._add(self.states, m.data), api.latched_qos())
         sub(String, api.FAULT_TOPIC, lambda m: self._add(self.faults, m.data), api.latched_qos())
@@ -137,6 +138,7 @@ class Observer(Node):
     def _on_deadman_timer(self) -> None:
         if self.deadman_enabled.is_set():
             self.deadman_pub.publish(Empty())
+            self.deadman_sent_at = time.monotonic()
 
     def _add(self, target: list, value, stamp: bool = True) -> None:
         with self.cond:
@@ -214,5 +216,6 @@ def back_to_hold(obs: Observer, timeout: float = 30.0) -> None:
         if obs.state() == "RUN":
             obs.call(api.STOP_SERVICE)
         if obs.state() == "DAMP":
+            obs.inject("reset_sim")  # a damped simulated robot may have sagged or fallen
             obs.call(api.RESET_SERVICE)  # refused while the fault is still present; retried
         time.sleep(0.1)

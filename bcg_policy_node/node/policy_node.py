@@ -152,8 +152,11 @@ class PolicyNode(LifecycleNode):
                 now = time.monotonic()
                 method = {"run": self.loop.request_run, "stop": self.loop.request_stop, "reset": self.loop.request_reset}[what]
                 response.success, response.message = method(now)
-        log = self.get_logger().info if response.success else self.get_logger().warn
-        log(f"operator {what}: {response.message}")
+        # rclpy binds a severity to each logging call site: one site per severity
+        if response.success:
+            self.get_logger().info(f"operator {what}: {response.message}")
+        else:
+            self.get_logger().warning(f"operator {what}: {response.message}")
         return response
 
     def _on_run(self, request, response):
