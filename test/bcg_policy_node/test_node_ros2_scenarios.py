@@ -1,8 +1,10 @@
 """The policy node as a real process against a loopback robot over real ROS 2 DDS.
 
-Watchdog scenarios use a safety config whose stale limit is 10 periods instead of 3, so
-that a loaded test machine (processes descheduled for ~100 ms) cannot trip it by
-accident; the exact 3-period limit is covered by the pure tests and the benchmark.
+Watchdog scenarios use a safety config whose stale limit is 10 periods instead of 3 and
+a 1 s deadman, so a loaded test machine (processes descheduled for 100 ms and more)
+rarely trips them by accident; a scenario that such a load fault spoils before its own
+fault shows is repeated (a few times at most). The exact 3-period limit is covered by the
+pure tests and measured by the benchmark.
 """
 
 import signal
@@ -19,11 +21,13 @@ from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.harness import NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet, back_to_hold, ros_args
+from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet,
+                                           back_to_hold, enter_run, ros_args)
 from bcg_policy_node.bench.sample_policies import truncate, write_policy
 
 pytestmark = pytest.mark.slow
-DEADMAN_S = 0.5
+DEADMAN_S = 1.0
+TRIES = 4
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +63,16 @@ def position_commands(commands):
 
 def test_run_is_entered_only_by_the_operator(rig, robot):
     obs, *_ = rig
-    back_to_hold(obs)
-    t0 = time.monotonic()
-    time.sleep(1.0)
+    for _ in range(TRIES):  # a 1 s window in HOLD that no load fault interrupted
+        back_to_hold(obs)
+        t0 = time.monotonic()
+        time.sleep(1.0)
+        if obs.state() == "HOLD" and not any(t > t0 for t, _ in obs.faults):
+            break
     held = position_commands(obs.received_since(t0))
-    assert obs.state() == "HOLD" and len(held) > 20
+    assert obs.state() == "HOLD" and len(held) > 20, obs.faults[-3:]
     assert all(np.allclose(c.q, robot.default_q) for c in held)  # the policy never reached the motors
-    response = obs.call(api.RUN_SERVICE)
-    assert response.success, response.message
-    t_run = obs.wait_state("RUN", 10)
+    t_run = enter_run(obs)
     time.sleep(0.3)
     ran = position_commands(obs.received_since(t_run + 0.05))
     assert ran and all(not np.allclose(c.q, robot.default_q, atol=1e-3) for c in ran)
@@ -82,9 +87,19 @@ def test_run_is_entered_only_by_the_operator(rig, robot):
 ])
 def test_each_watchdog_trips_and_the_motors_get_damping(rig, trigger, kind):
     obs, *_ = rig
-    back_to_hold(obs)
-    assert obs.call(api.RUN_SERVICE).success
-    obs.wait_state("RUN", 10)
+    for _ in range(TRIES):
+        t_damp, command, fault = trip_once(obs, trigger)
+        if fault.startswith(kind + ":") or fault.split(":")[0] not in LOAD_FAULTS:
+            break
+    assert fault.startswith(kind + ":"), (fault, obs.faults[-5:])
+    assert np.all(command.kd > 0) and np.all(command.kp == 0)
+    assert all(c.is_damping() for _, c in obs.received_since(t_damp))  # latched
+    assert obs.state() == "DAMP"
+
+
+def trip_once(obs, trigger):
+    """RUN, trigger the fault, wait for damping at the motors: (t_damp, command, fault reason)."""
+    enter_run(obs)
     n_faults = len(obs.faults)
     t0 = time.monotonic()
     if trigger == "estop":
@@ -98,14 +113,12 @@ def test_each_watchdog_trips_and_the_motors_get_damping(rig, trigger, kind):
     try:
         t_damp, command = obs.wait_received(lambda c: c.is_damping(), t0, 10, f"damping after {trigger}")
         obs.wait_for(lambda: len(obs.faults) > n_faults, 5, "the fault report")
-        assert obs.faults[-1][1].startswith(kind + ":"), obs.faults[-1]
-        assert np.all(command.kd > 0) and np.all(command.kp == 0)
+        fault = obs.faults[n_faults][1]
         time.sleep(0.3)
-        assert all(c.is_damping() for _, c in obs.received_since(t_damp))  # latched
-        assert obs.state() == "DAMP"
-        if trigger in ("estop", "tilt"):
+        if trigger in ("estop", "tilt") and fault.startswith(trigger):
             refused = obs.call(api.RESET_SERVICE)
             assert not refused.success and "fault still present" in refused.message
+        return t_damp, command, fault
     finally:
         obs.deadman_enabled.set()
         obs.estop_pub.publish(Bool(data=False))
@@ -156,9 +169,8 @@ def test_killing_the_node_makes_the_sentinel_damp(rig, robot):
     t_start = time.monotonic()
     procs.start("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
     procs.start("sentinel", SENTINEL_MODULE, {})
-    obs.wait_for(lambda: obs.states[-1][0] > t_start and obs.states[-1][1] == "HOLD", 60, "the new node in HOLD")
-    assert obs.call(api.RUN_SERVICE).success
-    obs.wait_state("RUN", 10)
+    obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
+    enter_run(obs)
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(0.5)
     t_kill = time.monotonic()
