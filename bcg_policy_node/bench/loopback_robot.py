@@ -20,7 +20,6 @@ motors got:
 from __future__ import annotations
 
 import json
-import signal
 import threading
 import time
 
@@ -40,6 +39,7 @@ from bcg_robot.wire import (COMMAND_TOPIC, STATE_IMU_TOPIC, STATE_JOINTS_TOPIC, 
                             UNITREE_COMMAND_TOPIC, UNITREE_MODE_MACHINE_29DOF, UNITREE_STATE_TOPIC, LowCommand,
                             command_from_flat)
 
+from bcg_policy_node.node.spin import install_stop_signals, spin_until_stopped
 from bcg_policy_node.operator_api import REMOTE_ESTOP_BUTTONS, REMOTE_RUN_BUTTONS
 
 RECEIVED_TOPIC = "loopback_robot/received"
@@ -261,15 +261,12 @@ class LoopbackRobot(Node):
 
 def main(args=None) -> int:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = install_stop_signals()
     node = LoopbackRobot()
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.05)
+        spin_until_stopped(executor, stop)
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -15,7 +15,6 @@ fails the process prints the one-line reason and exits with status 2.
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ from bcg_robot.wire import LowCommand
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
+from bcg_policy_node.node.spin import install_stop_signals, spin_until_stopped
 from bcg_policy_node.node.tick_timing import TickTiming
 from bcg_policy_node.policy.onnx_policy import OnnxPolicy
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
@@ -230,9 +230,7 @@ class PolicyNode(LifecycleNode):
 
 def main(args=None) -> int:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = install_stop_signals()
     try:
         node = PolicyNode()
     except BCGInputError as err:
@@ -252,8 +250,8 @@ def main(args=None) -> int:
                 print("policy_node: error: activate failed", flush=True)
                 code = 2
                 stop.set()
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.05)
+        if not stop.is_set():
+            spin_until_stopped(executor, stop)
     finally:
         executor.shutdown()
         node._stop_control("stopping")
