@@ -26,7 +26,7 @@ import numpy as np
 TARGETS_MS = {"jitter_p99": 1.0, "latency_p99": 2.0, "watchdog_reaction": 20.0, "sentinel_takeover": 120.0}
 ROS2_WATCHDOGS = ("freeze", "stall_tick", "nan", "overspeed", "tilt", "estop", "stop", "deadman")
 SDK_WATCHDOGS = ROS2_WATCHDOGS + ("motor_fault", "hot", "remote_estop")
-DEADMAN_TIMEOUT_S = 0.25
+DEADMAN_TIMEOUT_S = 0.5
 
 
 def percentiles(values, nominal: float = 0.0) -> dict[str, float]:
@@ -139,8 +139,8 @@ def trip(obs, trigger: str, stale_window: float) -> dict:
         elif trigger == "deadman":
             onset = t0 + DEADMAN_TIMEOUT_S
         else:
-            status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("injected_at", 0) > 0 else None, 5,
-                                  "injection time")
+            status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("injection") == trigger
+                                  and obs.robot_status.get("injected_at", 0) >= t0 else None, 5, "injection time")
             onset = status["injected_at"] + (stale_window if trigger in ("freeze", "stall_tick") else 0.0)
     finally:
         obs.deadman_enabled.set()

@@ -240,3 +240,14 @@ def enter_run(obs: Observer, tries: int = 5) -> float:
         else:
             last = response.message
     raise RuntimeError(f"could not enter RUN in {tries} tries: {last}; faults {obs.faults[-3:]}")
+
+
+def wait_first_hold(obs: Observer, procs: ProcessSet, timeout: float = 90.0) -> None:
+    """After start-up: the node's first state (discovery is slow under load), then HOLD
+    (a load fault during the first ramp is reset); the node's log is in the error."""
+    try:
+        obs.wait_for(lambda: obs.states, timeout, "the node's first state report")
+        back_to_hold(obs, timeout)
+    except TimeoutError as err:
+        log = procs.log("node")[-1500:] if "node" in procs.procs else ""
+        raise TimeoutError(f"{err}\n--- node log ---\n{log}") from None

@@ -187,7 +187,7 @@ class LoopbackRobot(Node):
             if what == "reset_sim":
                 self.sim.reset()
             elif what == "clear":
-                self.injection = ""
+                self.injection, self.injected_at = "", 0.0
             elif what in INJECTIONS:
                 if what in SDK_ONLY and self.kind != "unitree_sdk":
                     self.get_logger().error(f"injection '{what}' needs the unitree_sdk interface")

@@ -17,7 +17,7 @@ import time
 
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String, UInt64
@@ -97,7 +97,7 @@ def main(args=None) -> int:
         print(f"sentinel: error: {err}", flush=True)
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=2)
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
         spin_until_stopped(executor, stop)

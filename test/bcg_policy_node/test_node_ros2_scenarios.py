@@ -15,6 +15,9 @@ import time
 import numpy as np
 import pytest
 import rclpy
+from lifecycle_msgs.msg import State as LifecycleState
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
 from std_msgs.msg import Bool
 
 from bcg_robot.config import load_robot_config
@@ -22,7 +25,7 @@ from bcg_robot.contract import PolicyContract
 
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet,
-                                           back_to_hold, enter_run, ros_args)
+                                           back_to_hold, enter_run, ros_args, wait_first_hold)
 from bcg_policy_node.bench.sample_policies import truncate, write_policy
 
 pytestmark = pytest.mark.slow
@@ -49,7 +52,7 @@ def rig(robot, tmp_path_factory):
     procs.start("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
                                       "deadman_timeout_s": DEADMAN_S})
     try:
-        obs.wait_state("HOLD", 60)
+        wait_first_hold(obs, procs)
         yield obs, procs, tmp, safety, policy
     finally:
         procs.stop_all()
@@ -159,8 +162,29 @@ def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
         assert run.returncode == 2, (name, run.stdout[-2000:], run.stderr[-2000:])
         errors = [line for line in run.stdout.splitlines() if line.startswith("policy_node: error:")]
         assert len(errors) == 1 and str(path) in errors[0] and message in errors[0], (name, run.stdout)
+    # without autostart the lifecycle node refuses configure and stays unconfigured
+    procs.start("manual", NODE_MODULE, {"policy_path": str(cases["names"][0])})
+    try:
+        change = obs.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
+        get = obs.create_client(GetState, f"{api.NODE_NAME}/get_state")
+        assert change.wait_for_service(timeout_sec=60) and get.wait_for_service(timeout_sec=30)
+        result = call_and_wait(change, ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
+        assert not result.success
+        assert call_and_wait(get, GetState.Request()).current_state.id == LifecycleState.PRIMARY_STATE_UNCONFIGURED
+        assert "joint order mismatch" in procs.log("manual")
+    finally:
+        procs.stop("manual")
     time.sleep(0.3)
     assert obs.received_since(t0) == []
+
+
+def call_and_wait(client, request, timeout=30.0):
+    future = client.call_async(request)
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        assert time.monotonic() < deadline, f"no answer from {client.srv_name}"
+        time.sleep(0.02)
+    return future.result()
 
 
 def test_killing_the_node_makes_the_sentinel_damp(rig, robot):

@@ -19,7 +19,7 @@ from bcg_robot.config import load_robot_config
 
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet,
-                                           back_to_hold, enter_run, ros_args)
+                                           back_to_hold, enter_run, ros_args, wait_first_hold)
 from bcg_policy_node.bench.sample_policies import write_policy
 
 pytestmark = pytest.mark.slow
@@ -71,7 +71,7 @@ def sdk_node(rig):
     obs, procs, tmp, safety, policy = rig
     procs.start("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
                                       **sdk_params(release_sport_mode=False)})
-    obs.wait_state("HOLD", 60)
+    wait_first_hold(obs, procs)
     return rig
 
 
