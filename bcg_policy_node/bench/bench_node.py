@@ -25,7 +25,7 @@ import numpy as np
 
 TARGETS_MS = {"jitter_p99": 1.0, "latency_p99": 2.0, "watchdog_reaction": 20.0, "sentinel_takeover": 120.0}
 ROS2_WATCHDOGS = ("freeze", "stall_tick", "nan", "overspeed", "tilt", "estop", "stop", "deadman")
-SDK_WATCHDOGS = ROS2_WATCHDOGS + ("motor_fault", "hot", "remote_estop")
+SDK_WATCHDOGS = ROS2_WATCHDOGS + ("motor_fault", "hot", "remote_estop", "corrupt_crc")
 DEADMAN_TIMEOUT_S = 0.5
 
 
@@ -88,7 +88,7 @@ def steady_phase(obs, procs, duration: float, dt: float) -> dict:
 
 EXPECTED = {"freeze": "stale_state", "stall_tick": "tick_stalled", "nan": "nonfinite_state", "overspeed": "joint_velocity",
             "tilt": "tilt", "estop": "estop", "stop": "operator_stop", "deadman": "deadman", "motor_fault": "motor_fault",
-            "hot": "motor_temperature", "remote_estop": "remote_estop"}
+            "hot": "motor_temperature", "remote_estop": "remote_estop", "corrupt_crc": "stale_state"}
 
 
 def trip_watchdog(obs, trigger: str, stale_window: float, tries: int = 4) -> dict:
@@ -141,7 +141,7 @@ def trip(obs, trigger: str, stale_window: float) -> dict:
         else:
             status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("injection") == trigger
                                   and obs.robot_status.get("injected_at", 0) >= t0 else None, 5, "injection time")
-            onset = status["injected_at"] + (stale_window if trigger in ("freeze", "stall_tick") else 0.0)
+            onset = status["injected_at"] + (stale_window if trigger in ("freeze", "stall_tick", "corrupt_crc") else 0.0)
     finally:
         obs.deadman_enabled.set()
         obs.estop_pub.publish(Bool(data=False))

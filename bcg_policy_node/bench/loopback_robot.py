@@ -49,9 +49,9 @@ INJECT_TOPIC = "loopback_robot/inject"
 INJECTIONS = {
     "freeze": "stale_state", "stall_tick": "tick_stalled", "nan": "nonfinite_state", "overspeed": "joint_velocity",
     "tilt": "tilt", "motor_fault": "motor_fault", "hot": "motor_temperature", "remote_estop": "remote_estop",
-    "remote_start": None,
+    "corrupt_crc": "stale_state", "remote_start": None,
 }
-SDK_ONLY = ("motor_fault", "hot", "remote_estop", "remote_start")
+SDK_ONLY = ("motor_fault", "hot", "remote_estop", "remote_start", "corrupt_crc")
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -249,7 +249,7 @@ class LoopbackRobot(Node):
             m.temperature = [120, 120] if inj == "hot" and i == 9 else [40, 40]
         buttons = {"remote_estop": REMOTE_ESTOP_BUTTONS, "remote_start": REMOTE_RUN_BUTTONS}.get(inj, ())
         s.wireless_remote = encode_remote(RemoteState(frozenset(buttons)))
-        s.crc = self.crc.Crc(s)
+        s.crc = self.crc.Crc(s) ^ (1 if inj == "corrupt_crc" else 0)
         self.state_writer.Write(s)
 
     def _publish_status(self) -> None:

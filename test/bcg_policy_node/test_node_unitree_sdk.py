@@ -104,6 +104,7 @@ def test_remote_start_enters_run(sdk_node):
 
 @pytest.mark.parametrize("trigger,kind", [
     ("motor_fault", "motor_fault"), ("hot", "motor_temperature"), ("remote_estop", "remote_estop"), ("freeze", "stale_state"),
+    ("corrupt_crc", "stale_state"),  # LowStates with a wrong CRC are dropped, the state goes stale
 ])
 def test_sdk_watchdogs_damp_the_motors(sdk_node, trigger, kind):
     obs, *_ = sdk_node
