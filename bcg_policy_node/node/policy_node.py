@@ -22,6 +22,7 @@ from pathlib import Path
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
@@ -61,6 +62,8 @@ class PolicyNode(LifecycleNode):
 
         self._lock = threading.Lock()  # serializes ticks, operator requests and transitions
         self.robot: RobotConfig | None = None
+        self.safety = None
+        self.configure_error = ""
         self.policy: OnnxPolicy | None = None
         self.interface = None
         self.loop: ControlLoop | None = None
@@ -233,7 +236,7 @@ def main(args=None) -> int:
     stop = install_stop_signals()
     try:
         node = PolicyNode()
-    except BCGInputError as err:
+    except (BCGInputError, ParameterException) as err:
         print(f"policy_node: error: {err}", flush=True)
         rclpy.try_shutdown()
         return 2
@@ -246,7 +249,7 @@ def main(args=None) -> int:
     try:
         if node.autostart:
             if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                print(f"policy_node: error: {getattr(node, 'configure_error', 'configure failed')}", flush=True)
+                print(f"policy_node: error: {node.configure_error or 'configure failed'}", flush=True)
                 code = 2
                 stop.set()
             elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:

@@ -17,6 +17,7 @@ import time
 
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -93,7 +94,7 @@ def main(args=None) -> int:
     stop = install_stop_signals()
     try:
         node = SentinelNode()
-    except BCGInputError as err:
+    except (BCGInputError, ParameterException) as err:
         print(f"sentinel: error: {err}", flush=True)
         rclpy.try_shutdown()
         return 2

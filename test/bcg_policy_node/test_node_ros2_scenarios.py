@@ -178,6 +178,18 @@ def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
     assert obs.received_since(t0) == []
 
 
+@pytest.mark.parametrize("params,message", [
+    ({"kind": "can"}, "parameter 'kind': 'can' is not one of"),
+    ({"domain_id": "abc"}, "'domain_id'"),
+    ({}, "parameter 'policy_path' is required"),
+])
+def test_bad_parameters_are_one_line_errors(params, message):
+    policy = {"policy_path": "/nonexistent.onnx"} if params else {}
+    run = subprocess.run([sys.executable, "-m", NODE_MODULE, *ros_args({**policy, **params})], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 2 and message in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
 def call_and_wait(client, request, timeout=30.0):
     future = client.call_async(request)
     deadline = time.monotonic() + timeout
