@@ -138,7 +138,9 @@ def trip(obs, trigger: str, stale_window: float) -> dict:
         else:
             status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("injection") == trigger
                                   and obs.robot_status.get("injected_at", 0) >= t0 else None, 5, "injection time")
-            onset = status["injected_at"] + (stale_window if trigger in ("freeze", "stall_tick", "corrupt_crc") else 0.0)
+            # a stale-family fault holds once the last good state is older than the window
+            stale = trigger in ("freeze", "stall_tick", "corrupt_crc")
+            onset = status["last_good_at"] + stale_window if stale else status["injected_at"]
     finally:
         obs.deadman_enabled.set()
         obs.estop_pub.publish(Bool(data=False))

@@ -123,6 +123,7 @@ class LoopbackRobot(Node):
         self.injected_at = 0.0
         self.counts = {"received": 0, "bad_crc": 0, "bad_mode_machine": 0, "bad_motor_mode": 0}
         self.last_state_at = 0.0
+        self.last_good_at = 0.0
         self.received_pub = self.create_publisher(Float64MultiArray, RECEIVED_TOPIC, 100)
         self.status_pub = self.create_publisher(String, STATUS_TOPIC, 10)
         self.create_subscription(String, INJECT_TOPIC, self._on_inject, 10)
@@ -208,6 +209,7 @@ class LoopbackRobot(Node):
             inj = self.injection
             if inj and self.injected_at == 0.0:
                 self.injected_at = time.monotonic()
+                self.last_good_at = self.last_state_at  # the last state published before the injection
             if inj == "freeze":
                 return
             if inj != "stall_tick":
@@ -254,7 +256,8 @@ class LoopbackRobot(Node):
 
     def _publish_status(self) -> None:
         with self.lock:
-            status = dict(self.counts, injection=self.injection, injected_at=self.injected_at, tick=self.tick,
+            status = dict(self.counts, injection=self.injection, injected_at=self.injected_at,
+                          last_good_at=self.last_good_at, tick=self.tick,
                           in_gantry=self.sim.in_gantry, last_state_at=self.last_state_at)
         self.status_pub.publish(String(data=json.dumps(status)))
 
