@@ -140,6 +140,31 @@ def test_observability_topics(rig, robot):
     assert values["state"] == "HOLD" and "jitter_p99_ms" in values
 
 
+def test_a_policy_that_outputs_nan_is_damped_at_its_first_tick(rig, robot):
+    obs, procs, tmp, safety, policy = rig
+    procs.stop("node")  # the tests below start their own nodes
+    t_start = time.monotonic()
+    nan_policy = write_policy(tmp / "nan.onnx", robot, "nan")
+    procs.start("nan_node", NODE_MODULE, {"policy_path": str(nan_policy), "safety_config": str(safety), "autostart": True})
+    try:
+        obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
+        for _ in range(TRIES):
+            back_to_hold(obs)
+            n_faults = len(obs.faults)
+            t0 = time.monotonic()
+            assert obs.call(api.RUN_SERVICE).success
+            t_damp, command = obs.wait_received(lambda c: c.is_damping(), t0, 10, "damping")
+            obs.wait_for(lambda: len(obs.faults) > n_faults, 5, "the fault report")
+            fault = obs.faults[n_faults][1]
+            if fault.split(":")[0] not in LOAD_FAULTS:
+                break
+        assert fault.startswith("nonfinite_action:"), obs.faults[-3:]
+        ran = [c for _, c in obs.received_since(t0) if np.any(c.kp > 0) and not np.allclose(c.q, robot.default_q)]
+        assert ran == []  # no target of the NaN policy ever reached the motors
+    finally:
+        procs.stop("nan_node")
+
+
 def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
     obs, procs, tmp, safety, policy = rig
     contract = PolicyContract.for_robot(robot)
