@@ -71,6 +71,8 @@ class PolicyNode(LifecycleNode):
         self._inputs = OperatorInputs()
         self._timer = None
         self._tick_count = 0
+        self._last_tick_start: float | None = None
+        self._late_ticks = 0
         self._last_fault = ""
 
         self._operator_group = MutuallyExclusiveCallbackGroup()
@@ -112,6 +114,7 @@ class PolicyNode(LifecycleNode):
         with self._lock:
             self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout)
             self.timing = TickTiming()
+            self._last_tick_start = None
             self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
         self.get_logger().info(f"active: control timer at {1 / self.policy.contract.control_dt:.0f} Hz, state PASSIVE")
         return super().on_activate(state)
@@ -188,8 +191,17 @@ class PolicyNode(LifecycleNode):
         with self._lock:
             if self.loop is None:
                 return
+            # A tick that starts late (this process was descheduled) runs before the state
+            # messages queued meanwhile are taken, so freshness is judged at the tick's due
+            # time: the node's own stall is not reported as stale robot state (a stall over
+            # 100 ms is the sentinel's to catch). The next tick sees the queued states.
+            due = start if self._last_tick_start is None else min(start, self._last_tick_start + self.loop.dt)
+            if start - due > self.loop.dt:
+                self._late_ticks += 1
+                self.get_logger().warning(f"control tick {1e3 * (start - due):.0f} ms late", throttle_duration_sec=1.0)
+            self._last_tick_start = start
             state = self.interface.latest_state()
-            result = self.loop.tick(start, state, self._inputs)
+            result = self.loop.tick(due, state, self._inputs)
             if result.command is not None:
                 self.interface.send(result.command)
             sent = time.monotonic()
@@ -223,7 +235,8 @@ class PolicyNode(LifecycleNode):
         status.level = DiagnosticStatus.ERROR if state == "DAMP" else DiagnosticStatus.OK
         status.message = f"{state}" + (f" ({self._last_fault})" if state == "DAMP" else "")
         values = {"state": state, "last_fault": self._last_fault, "present_faults": "; ".join(faults),
-                  "policy": str(self.policy_path), "ticks": str(self._tick_count)}
+                  "policy": str(self.policy_path), "ticks": str(self._tick_count),
+                  "late_ticks": str(self._late_ticks)}
         values.update({k: f"{v:.3f}" for k, v in summary.items()})
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         msg = DiagnosticArray(status=[status])
