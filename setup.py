@@ -21,6 +21,9 @@ def data_tree(folder: str) -> list[tuple[str, list[str]]]:
 
 CONSOLE_SCRIPTS = [
     "bcg-robot-info = bcg_robot.cli:main",
+    "policy_node = bcg_policy_node.node.policy_node:main",
+    "sentinel = bcg_policy_node.sentinel.sentinel_node:main",
+    "bcg-bench-node = bcg_policy_node.bench.bench_node:main",
 ]
 
 setup(
