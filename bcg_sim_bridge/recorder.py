@@ -17,15 +17,12 @@ FIELDS = ("sim_time", "tick", "root_pos", "root_quat", "q", "dq", "tau", "foot_p
 
 
 class TrajectoryRecorder:
-    def __init__(self, key_bodies: tuple[str, ...] = ()):
-        self.key_bodies = key_bodies
+    def __init__(self) -> None:
         self._rows: dict[str, list] = {name: [] for name in FIELDS}
-        self._rows["key_body_pos"] = []
         self._rows["cmd_q"] = []
         self._rows["cmd_kp"] = []
 
-    def record(self, state: BridgeState, wall_time: float, key_body_pos: np.ndarray | None, cmd_q: np.ndarray,
-               cmd_kp: np.ndarray) -> None:
+    def record(self, state: BridgeState, wall_time: float, cmd_q: np.ndarray, cmd_kp: np.ndarray) -> None:
         r = self._rows
         r["sim_time"].append(state.sim_time)
         r["tick"].append(state.tick)
@@ -38,7 +35,6 @@ class TrajectoryRecorder:
         r["drive_mode"].append(int(state.drive_mode))
         r["band_engaged"].append(state.band_engaged)
         r["wall_time"].append(wall_time)
-        r["key_body_pos"].append(key_body_pos if key_body_pos is not None else np.zeros((0, 3)))
         r["cmd_q"].append(cmd_q)
         r["cmd_kp"].append(cmd_kp)
 
@@ -49,7 +45,6 @@ class TrajectoryRecorder:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {k: np.asarray(v) for k, v in self._rows.items()}
-        arrays["key_bodies"] = np.asarray(self.key_bodies, dtype=str)
         arrays.update({k: np.asarray(v) for k, v in extra.items()})
         tmp = path.with_suffix(".tmp.npz")
         np.savez_compressed(tmp, **arrays)
