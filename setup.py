@@ -24,6 +24,9 @@ CONSOLE_SCRIPTS = [
     "sim_bridge = bcg_sim_bridge.bridge_node:main",
     "bcg-sim2sim = bcg_sim_bridge.sim2sim.cli:main",
     "bcg-bench-bridge = bcg_sim_bridge.bench:main",
+    "policy_node = bcg_policy_node.node.policy_node:main",
+    "sentinel = bcg_policy_node.sentinel.sentinel_node:main",
+    "bcg-bench-node = bcg_policy_node.bench.bench_node:main",
 ]
 
 setup(

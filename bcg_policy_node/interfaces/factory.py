@@ -1,0 +1,61 @@
+"""Node parameters that choose and set up the robot interface, and the factory."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.errors import BCGInputError
+
+from bcg_policy_node.interfaces.robot_interface import INTERFACE_KINDS
+
+
+@dataclasses.dataclass(frozen=True)
+class InterfaceParams:
+    kind: str = "ros2"  # "ros2" (sim bridge topics) or "unitree_sdk" (rt/lowstate, rt/lowcmd)
+    domain_id: int = 1  # unitree_sdk DDS domain: 0 on the robot, 1 for the simulator convention
+    network_interface: str = "lo"  # unitree_sdk NIC: the robot's 192.168.123.x interface on hardware
+    mode_pr: int = 0  # unitree_sdk LowCmd mode_pr: 0 pitch/roll ankles, 1 A/B
+    release_sport_mode: bool = True  # unitree_sdk: MotionSwitcherClient release first (false on the sim bridge)
+    motion_switcher_timeout_s: float = 5.0
+
+    @classmethod
+    def declare(cls, node: Node, prefix: str = "") -> "InterfaceParams":
+        defaults = cls()
+        values = {f.name: node.declare_parameter(prefix + f.name, getattr(defaults, f.name)).value
+                  for f in dataclasses.fields(cls)}
+        params = cls(**values)
+        params.validate(node.get_name())
+        return params
+
+    def validate(self, source: str) -> None:
+        if self.kind not in INTERFACE_KINDS:
+            raise BCGInputError(source, f"parameter 'kind': '{self.kind}' is not one of {list(INTERFACE_KINDS)}")
+        if not 0 <= self.domain_id <= 232:
+            raise BCGInputError(source, f"parameter 'domain_id': {self.domain_id} not in 0..232")
+        if not self.network_interface:
+            raise BCGInputError(source, "parameter 'network_interface' is empty")
+        if self.mode_pr not in (0, 1):
+            raise BCGInputError(source, f"parameter 'mode_pr': {self.mode_pr} is not 0 or 1")
+        if not self.motion_switcher_timeout_s > 0:
+            raise BCGInputError(source, "parameter 'motion_switcher_timeout_s' must be > 0")
+
+
+def open_interface(node: Node, params: InterfaceParams, robot: RobotConfig, group: CallbackGroup | None = None,
+                   take_control: bool = True):
+    """The node opens with ``take_control`` (releases sport mode first); the sentinel without
+    (it only needs ``mode_machine`` from the state on the SDK, and no state on ros2)."""
+    if params.kind == "ros2":
+        from bcg_policy_node.interfaces.ros2_interface import Ros2RobotInterface
+
+        return Ros2RobotInterface(node, robot.joint_names, group, subscribe_state=take_control)
+    from bcg_policy_node.interfaces.unitree_sdk_interface import UnitreeSdkRobotInterface
+
+    log = node.get_logger().info
+    return UnitreeSdkRobotInterface(
+        robot.num_joints, params.domain_id, params.network_interface, params.mode_pr,
+        release_sport=params.release_sport_mode and take_control, release_timeout_s=params.motion_switcher_timeout_s,
+        log=log, subscribe_state=True)

@@ -1,0 +1,264 @@
+"""``policy_node``: the rclpy lifecycle node that runs a BCG ONNX policy on the G1.
+
+configure  load robot config, safety config and policy; check the policy's contract
+           against the robot (a mismatch is a one-line error and the node stays
+           unconfigured); open the robot interface (``ros2`` or ``unitree_sdk``).
+activate   start the 50 Hz control timer (own callback group) in PASSIVE; the control
+           loop (bcg_policy_node.safety.control_loop) ramps to the default pose, holds it
+           and runs the policy only after the operator's run request.
+deactivate send damping, stop the timer.
+
+Operator API, topics and services: bcg_policy_node.operator_api. Parameter
+``autostart`` configures and activates at start-up (sim-to-sim, benchmark); if that
+fails the process prints the one-line reason and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Empty, Float64MultiArray, String, UInt64
+from std_srvs.srv import Trigger
+
+from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
+from bcg_robot.errors import BCGInputError
+from bcg_robot.wire import LowCommand
+
+from bcg_policy_node import operator_api as api
+from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
+from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
+from bcg_policy_node.node.tick_timing import TickTiming
+from bcg_policy_node.policy.onnx_policy import OnnxPolicy
+from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
+
+
+class PolicyNode(LifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__(api.NODE_NAME, **kwargs)
+        self.policy_path = self.declare_parameter("policy_path", "").value
+        self.robot_config_path = self.declare_parameter("robot_config", str(DEFAULT_ROBOT_CONFIG)).value
+        self.safety_config_path = self.declare_parameter("safety_config", str(DEFAULT_SAFETY_CONFIG)).value
+        self.interface_params = InterfaceParams.declare(self)
+        self.deadman_timeout = float(self.declare_parameter("deadman_timeout_s", 0.0).value)
+        self.diagnostics_period = float(self.declare_parameter("diagnostics_period_s", 1.0).value)
+        self.autostart = bool(self.declare_parameter("autostart", False).value)
+        if not self.policy_path:
+            raise BCGInputError("policy_node", "parameter 'policy_path' is required (an ONNX policy file)")
+        if self.deadman_timeout < 0:
+            raise BCGInputError("policy_node", f"parameter 'deadman_timeout_s' must be >= 0, got {self.deadman_timeout}")
+        if not self.diagnostics_period > 0:
+            raise BCGInputError("policy_node", "parameter 'diagnostics_period_s' must be > 0")
+
+        self._lock = threading.Lock()  # serializes ticks, operator requests and transitions
+        self.robot: RobotConfig | None = None
+        self.policy: OnnxPolicy | None = None
+        self.interface = None
+        self.loop: ControlLoop | None = None
+        self.timing = TickTiming()
+        self._inputs = OperatorInputs()
+        self._timer = None
+        self._tick_count = 0
+        self._last_fault = ""
+
+        self._operator_group = MutuallyExclusiveCallbackGroup()
+        self._control_group = MutuallyExclusiveCallbackGroup()
+        self._state_group = MutuallyExclusiveCallbackGroup()
+        for name, handler in ((api.RUN_SERVICE, self._on_run), (api.STOP_SERVICE, self._on_stop),
+                              (api.RESET_SERVICE, self._on_reset)):
+            self.create_service(Trigger, name, handler, callback_group=self._operator_group)
+        self.create_subscription(Bool, api.ESTOP_TOPIC, self._on_estop, 10, callback_group=self._operator_group)
+        self.create_subscription(Empty, api.DEADMAN_TOPIC, self._on_deadman, 10, callback_group=self._operator_group)
+        self._state_pub = self.create_publisher(String, api.STATE_TOPIC, api.latched_qos())
+        self._fault_pub = self.create_publisher(String, api.FAULT_TOPIC, api.latched_qos())
+        self._heartbeat_pub = self.create_publisher(UInt64, api.HEARTBEAT_TOPIC, 10)
+        self._timing_pub = self.create_publisher(Float64MultiArray, api.TIMING_TOPIC, 10)
+        self._joint_pub = self.create_publisher(JointState, api.JOINT_STATES_TOPIC, 10)
+        self._diag_pub = self.create_publisher(DiagnosticArray, api.DIAGNOSTICS_TOPIC, 10)
+        self.create_timer(self.diagnostics_period, self._publish_diagnostics, callback_group=self._operator_group)
+
+    # lifecycle -------------------------------------------------------------------
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            robot = load_robot_config(self.robot_config_path)
+            safety = load_safety_config(self.safety_config_path)
+            policy = OnnxPolicy.load(Path(self.policy_path), robot)
+            ControlLoop(robot, policy, safety, self.deadman_timeout)  # validates gains and soft limits
+            interface = open_interface(self, self.interface_params, robot, self._state_group)
+        except BCGInputError as err:
+            self.configure_error = str(err)
+            self.get_logger().error(f"configure failed: {err}")
+            return TransitionCallbackReturn.FAILURE
+        self.robot, self.safety, self.policy, self.interface = robot, safety, policy, interface
+        c = policy.contract
+        self.get_logger().info(
+            f"policy {self.policy_path}: motion '{c.motion_id}', {c.num_joints} joints, dt {c.control_dt} s, "
+            f"contract checked against '{robot.name}'; interface {interface.kind}")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._lock:
+            self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout)
+            self.timing = TickTiming()
+            self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
+        self.get_logger().info(f"active: control timer at {1 / self.policy.contract.control_dt:.0f} Hz, state PASSIVE")
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_control("deactivated")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_control("shutting down")
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _stop_control(self, why: str) -> None:
+        """Stop ticking; a robot that was under position control is left damped."""
+        with self._lock:
+            if self._timer is not None:
+                self.destroy_timer(self._timer)
+                self._timer = None
+            if self.loop is not None and self.interface is not None and self.interface.latest_state() is not None:
+                self.interface.send(LowCommand.damping(self.loop.damping_kd))
+                self.get_logger().warn(f"{why}: damping sent, control stopped")
+            self.loop = None
+
+    def _release(self) -> None:
+        with self._lock:
+            if self.interface is not None:
+                self.interface.close()
+            self.interface, self.policy = None, None
+
+    # operator ----------------------------------------------------------------------
+    def _request(self, what: str, response: Trigger.Response) -> Trigger.Response:
+        with self._lock:
+            if self.loop is None:
+                response.success, response.message = False, f"{what} refused: node is not active"
+            else:
+                now = time.monotonic()
+                method = {"run": self.loop.request_run, "stop": self.loop.request_stop, "reset": self.loop.request_reset}[what]
+                response.success, response.message = method(now)
+        log = self.get_logger().info if response.success else self.get_logger().warn
+        log(f"operator {what}: {response.message}")
+        return response
+
+    def _on_run(self, request, response):
+        return self._request("run", response)
+
+    def _on_stop(self, request, response):
+        return self._request("stop", response)
+
+    def _on_reset(self, request, response):
+        return self._request("reset", response)
+
+    def _on_estop(self, msg: Bool) -> None:
+        with self._lock:
+            changed = self._inputs.estop != bool(msg.data)
+            self._inputs.estop = bool(msg.data)
+        if changed:
+            self.get_logger().warn(f"e-stop {'ASSERTED' if msg.data else 'released'}")
+
+    def _on_deadman(self, msg: Empty) -> None:
+        with self._lock:
+            self._inputs.deadman_at = time.monotonic()
+
+    # control tick --------------------------------------------------------------------
+    def _on_tick(self) -> None:
+        start = time.monotonic()
+        with self._lock:
+            if self.loop is None:
+                return
+            state = self.interface.latest_state()
+            result = self.loop.tick(start, state, self._inputs)
+            if result.command is not None:
+                self.interface.send(result.command)
+            sent = time.monotonic()
+        self._tick_count += 1
+        for t in result.transitions:
+            if t.after is api.ControlState.DAMP:
+                self.get_logger().error(f"{t.before.value} -> DAMP: {t.reason}")
+                self._last_fault = t.reason
+                self._fault_pub.publish(String(data=t.reason))
+            else:
+                self.get_logger().info(f"{t.before.value} -> {t.after.value}: {t.reason}")
+        self._state_pub.publish(String(data=result.state.value))
+        self._heartbeat_pub.publish(UInt64(data=self._tick_count))
+        period, age, compute = self.timing.record(start, sent, state.received_at if state is not None else None)
+        self._timing_pub.publish(Float64MultiArray(data=[period, age, compute]))
+        if state is not None:
+            js = JointState(name=list(self.robot.joint_names), position=state.q.tolist(), velocity=state.dq.tolist(),
+                            effort=state.tau_est.tolist())
+            js.header.stamp = self.get_clock().now().to_msg()
+            self._joint_pub.publish(js)
+        if result.transitions:
+            self._publish_diagnostics()
+
+    def _publish_diagnostics(self) -> None:
+        with self._lock:
+            loop = self.loop
+            state = loop.state.value if loop is not None else "INACTIVE"
+            faults = [str(f) for f in loop.last_faults] if loop is not None else []
+            summary = self.timing.summary(self.policy.contract.control_dt * 1e3) if self.policy is not None else {}
+        status = DiagnosticStatus(name=f"{api.NODE_NAME}: control", hardware_id=self.interface_params.kind)
+        status.level = DiagnosticStatus.ERROR if state == "DAMP" else DiagnosticStatus.OK
+        status.message = f"{state}" + (f" ({self._last_fault})" if state == "DAMP" else "")
+        values = {"state": state, "last_fault": self._last_fault, "present_faults": "; ".join(faults),
+                  "policy": str(self.policy_path), "ticks": str(self._tick_count)}
+        values.update({k: f"{v:.3f}" for k, v in summary.items()})
+        status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self._diag_pub.publish(msg)
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        node = PolicyNode()
+    except BCGInputError as err:
+        print(f"policy_node: error: {err}", flush=True)
+        rclpy.try_shutdown()
+        return 2
+    executor = MultiThreadedExecutor(num_threads=3)
+    executor.add_node(node)
+    code = 0
+    try:
+        if node.autostart:
+            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                print(f"policy_node: error: {getattr(node, 'configure_error', 'configure failed')}", flush=True)
+                code = 2
+                stop.set()
+            elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                print("policy_node: error: activate failed", flush=True)
+                code = 2
+                stop.set()
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        executor.shutdown()
+        node._stop_control("stopping")
+        node._release()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

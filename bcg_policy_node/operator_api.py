@@ -1,0 +1,93 @@
+"""The policy node's operator API: every name and message type an operator, a launch
+file, the sentinel or the sim-to-sim driver needs. Import it; never spell names twice.
+
+Topic and service names are relative, so they resolve under the namespace of whoever
+uses them (put node and driver in the same namespace).
+
+Commands (``std_srvs/Trigger``; ``success`` false and a ``message`` saying why when refused)
+    ``RUN_SERVICE``    HOLD -> RUN. The only way into RUN (besides the remote's START on
+                       hardware). Refused in any other state.
+    ``STOP_SERVICE``   any state -> DAMP (kp 0, kd > 0), latched.
+    ``RESET_SERVICE``  DAMP -> PASSIVE; refused while a fault is still present (e-stop
+                       asserted, stale state, ...). From PASSIVE an active node ramps to
+                       the default pose again (RAMP, 2 s) and holds it (HOLD).
+
+Inputs
+    ``ESTOP_TOPIC``    ``std_msgs/Bool``; ``True`` trips DAMP within one control period and
+                       blocks reset until a ``False`` arrives.
+    ``DEADMAN_TOPIC``  ``std_msgs/Empty``; only when the node's ``deadman_timeout_s``
+                       parameter is > 0: outside PASSIVE/DAMP a gap longer than that trips DAMP.
+
+Outputs
+    ``STATE_TOPIC``      ``std_msgs/String``: the control state name (``ControlState``),
+                         every tick, transient-local so a late subscriber sees the last one.
+    ``FAULT_TOPIC``      ``std_msgs/String``: the reason of the latest trip (transient-local).
+    ``HEARTBEAT_TOPIC``  ``std_msgs/UInt64``: tick counter, every control tick (the sentinel
+                         watches it).
+    ``TIMING_TOPIC``     ``std_msgs/Float64MultiArray`` ``TIMING_FIELDS`` per tick, in ms.
+    ``JOINT_STATES_TOPIC`` ``sensor_msgs/JointState`` of the robot as the node saw it.
+    ``DIAGNOSTICS_TOPIC``  ``diagnostic_msgs/DiagnosticArray``, 1 Hz and on every state change.
+    ``SENTINEL_STATE_TOPIC`` ``std_msgs/String`` of the sentinel process (latched).
+
+Remote (unitree_sdk interface, real G1): START = run (from HOLD), L2+B = e-stop (DAMP).
+"""
+
+from __future__ import annotations
+
+import enum
+
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Empty, Float64MultiArray, String, UInt64
+from std_srvs.srv import Trigger
+
+NODE_NAME = "policy_node"
+SENTINEL_NODE_NAME = "policy_sentinel"
+
+RUN_SERVICE = "policy_node/run"
+STOP_SERVICE = "policy_node/stop"
+RESET_SERVICE = "policy_node/reset"
+COMMAND_SERVICE_TYPE = Trigger
+
+ESTOP_TOPIC = "policy_node/estop"
+ESTOP_TYPE = Bool
+DEADMAN_TOPIC = "policy_node/deadman"
+DEADMAN_TYPE = Empty
+
+STATE_TOPIC = "policy_node/state"
+STATE_TYPE = String
+FAULT_TOPIC = "policy_node/fault"
+FAULT_TYPE = String
+HEARTBEAT_TOPIC = "policy_node/heartbeat"
+HEARTBEAT_TYPE = UInt64
+TIMING_TOPIC = "policy_node/timing"
+TIMING_TYPE = Float64MultiArray
+TIMING_FIELDS = ("period_ms", "state_age_ms", "compute_ms")
+JOINT_STATES_TOPIC = "joint_states"
+JOINT_STATES_TYPE = JointState
+DIAGNOSTICS_TOPIC = "/diagnostics"
+DIAGNOSTICS_TYPE = DiagnosticArray
+
+SENTINEL_STATE_TOPIC = "policy_sentinel/state"  # std_msgs/String: WAITING, WATCHING, TAKEN_OVER (latched)
+SENTINEL_STATE_TYPE = String
+
+# Remote buttons (bcg_robot.remote names) on hardware.
+REMOTE_RUN_BUTTONS = ("start",)
+REMOTE_ESTOP_BUTTONS = ("L2", "B")
+
+
+class ControlState(str, enum.Enum):
+    """PASSIVE -> RAMP -> HOLD -> RUN (operator only); any -> DAMP (latched until reset)."""
+
+    PASSIVE = "PASSIVE"  # zero torque (kp = kd = 0)
+    RAMP = "RAMP"  # interpolating to the default pose
+    HOLD = "HOLD"  # holding the default pose, waiting for the operator
+    RUN = "RUN"  # policy in control
+    DAMP = "DAMP"  # kp 0, kd > 0; latched until reset
+
+
+def latched_qos():
+    """QoS of state and fault topics: reliable, transient-local, depth 1."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)

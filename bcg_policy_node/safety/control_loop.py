@@ -1,0 +1,169 @@
+"""One control tick, pure: state + operator inputs in, the command for the motors out.
+
+Order inside a tick: evaluate every watchdog; trip to DAMP on any fault (so the command
+of this very tick is already damping); handle the remote's START; run the state's
+controller (ramp, hold, policy); shape the targets; build the command. The ROS node only
+calls :meth:`ControlLoop.tick` from its 50 Hz timer and hands the command to the robot
+interface. Operator requests come through :meth:`request_run` / :meth:`request_stop` /
+:meth:`request_reset` (the caller serializes them with ticks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol
+
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.contract import PolicyContract
+from bcg_robot.wire import LowCommand
+
+from bcg_policy_node.config.safety_config import SafetyConfig
+from bcg_policy_node.interfaces.robot_state import RobotState
+from bcg_policy_node.operator_api import REMOTE_RUN_BUTTONS, ControlState
+from bcg_policy_node.safety.faults import Fault
+from bcg_policy_node.safety.state_machine import ControlStateMachine, Transition
+from bcg_policy_node.safety.state_watchdog import StateWatchdog
+from bcg_policy_node.safety.target_shaping import ShapedTargets, TargetLimits, shape_targets
+
+
+class Policy(Protocol):
+    contract: PolicyContract
+
+    def run(self, raw: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@dataclasses.dataclass
+class OperatorInputs:
+    estop: bool = False
+    deadman_at: float | None = None  # time of the last deadman heartbeat (same clock as ticks)
+
+
+@dataclasses.dataclass(frozen=True)
+class TickResult:
+    command: LowCommand | None  # None: no state yet, nothing to send
+    state: ControlState
+    faults: tuple[Fault, ...]
+    transitions: tuple[Transition, ...]
+    shaped: ShapedTargets | None
+    ran_policy: bool
+
+
+class ControlLoop:
+    def __init__(self, robot: RobotConfig, policy: Policy, config: SafetyConfig, deadman_timeout: float = 0.0):
+        contract = policy.contract
+        self.robot, self.policy, self.config = robot, policy, config
+        self.dt = contract.control_dt
+        self.kp = np.asarray(contract.kp, dtype=np.float64)
+        self.kd = np.asarray(contract.kd, dtype=np.float64)
+        self.default_pose = np.asarray(contract.default_pose, dtype=np.float64)
+        self.damping_kd = self.kd * config.damping_kd_scale
+        if np.any(self.damping_kd <= 0):
+            raise ValueError("damping needs kd > 0 on every joint: the policy has a zero kd")
+        self.limits = TargetLimits.for_robot(robot, config)
+        self.watchdog = StateWatchdog(robot, config, self.dt)
+        self.machine = ControlStateMachine(config.ramp_duration)
+        self.deadman_timeout = deadman_timeout
+        self.last_faults: list[Fault] = []
+        self._last_target: np.ndarray | None = None
+        self._ramp_from: np.ndarray | None = None
+        self._last_action = np.zeros(contract.num_joints)
+        self._run_started = 0.0
+        self._start_was_pressed = True  # a START held since before HOLD does not count
+
+    @property
+    def state(self) -> ControlState:
+        return self.machine.state
+
+    # operator requests -------------------------------------------------------------
+    def request_run(self, now: float) -> tuple[bool, str]:
+        ok, message = self.machine.request_run(now)
+        if ok:
+            self._last_action[:] = 0.0
+            self._run_started = now
+        return ok, message
+
+    def request_stop(self, now: float, reason: str = "operator stop") -> tuple[bool, str]:
+        self.machine.trip(Fault("operator_stop", reason), now)
+        return True, "DAMP"
+
+    def request_reset(self, now: float) -> tuple[bool, str]:
+        return self.machine.request_reset(now, self.last_faults)
+
+    # the tick ----------------------------------------------------------------------
+    def _operator_faults(self, now: float, inputs: OperatorInputs) -> list[Fault]:
+        faults = []
+        if inputs.estop:
+            faults.append(Fault("estop", "e-stop asserted on the e-stop topic"))
+        if self.deadman_timeout > 0:
+            if inputs.deadman_at is None:
+                faults.append(Fault("deadman", "no operator deadman heartbeat yet"))
+            elif now - inputs.deadman_at > self.deadman_timeout:
+                faults.append(Fault("deadman", f"operator deadman silent for {(now - inputs.deadman_at) * 1e3:.0f} ms"))
+        return faults
+
+    def tick(self, now: float, state: RobotState | None, inputs: OperatorInputs) -> TickResult:
+        m = self.machine
+        faults = self.watchdog.check(now, state) + self._operator_faults(now, inputs)
+        self.last_faults = faults
+        energized = m.state in (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)
+        tripping = [f for f in faults if f.kind != "deadman" or energized]
+        if tripping:
+            m.trip(tripping[0], now)
+        if state is None:
+            return TickResult(None, m.state, tuple(faults), tuple(m.drain_transitions()), None, False)
+
+        start = state.remote is not None and state.remote.pressed(*REMOTE_RUN_BUTTONS)
+        if start and not self._start_was_pressed and m.state is ControlState.HOLD:
+            self.request_run(now)
+        self._start_was_pressed = start
+
+        if m.state is ControlState.PASSIVE and not faults:
+            m.start_ramp(now)
+            self._ramp_from = state.q.copy()
+            self._last_target = state.q.copy()
+        m.advance(now)
+
+        ran_policy, desired = False, None
+        if m.state is ControlState.RAMP:
+            a = m.ramp_fraction(now)
+            a = a * a * (3.0 - 2.0 * a)  # smoothstep: zero velocity at both ends
+            desired = (1.0 - a) * self._ramp_from + a * self.default_pose
+        elif m.state is ControlState.HOLD:
+            desired = self.default_pose
+        elif m.state is ControlState.RUN:
+            desired = self._run_policy(now, state)
+            ran_policy = True
+            if desired is None:
+                m.trip(Fault("nonfinite_action", "policy produced NaN/Inf"), now)
+
+        shaped = None
+        if m.state is ControlState.DAMP:
+            command = LowCommand.damping(self.damping_kd)
+        elif m.state is ControlState.PASSIVE:
+            command = LowCommand.zero_torque(self.robot.num_joints)
+        else:
+            shaped = shape_targets(desired, self._last_target, state.q, state.dq, self.kp, self.kd, self.limits)
+            self._last_target = shaped.targets
+            command = LowCommand.position(shaped.targets, self.kp, self.kd)
+        return TickResult(command, m.state, tuple(faults), tuple(m.drain_transitions()), shaped, ran_policy)
+
+    def _run_policy(self, now: float, state: RobotState) -> np.ndarray | None:
+        contract = self.policy.contract
+        phase = 0.0
+        if contract.motion_length_s > 0:
+            phase = ((now - self._run_started) / contract.motion_length_s) % 1.0
+        raw = {
+            "imu_quat": state.quat_wxyz,
+            "imu_gyro": state.gyro,
+            "joint_pos": state.q,
+            "joint_vel": state.dq,
+            "last_action": self._last_action,
+            "phase": np.array([phase]),
+        }
+        targets, action = self.policy.run(raw)
+        if not (np.isfinite(targets).all() and np.isfinite(action).all()):
+            return None
+        self._last_action = action
+        return targets

@@ -1,0 +1,24 @@
+"""A fault: which watchdog tripped and why (the reason logged and published)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+# Every watchdog, by the kind it reports (the benchmark measures each one's reaction).
+FAULT_KINDS = (
+    "stale_state", "tick_stalled", "nonfinite_state", "nonfinite_action", "joint_velocity", "tilt",
+    "motor_fault", "motor_temperature", "estop", "remote_estop", "deadman", "operator_stop",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    kind: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind '{self.kind}'")
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"

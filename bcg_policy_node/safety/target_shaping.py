@@ -1,0 +1,61 @@
+"""What the safety layer does to every position target before it reaches the motors (pure).
+
+In order: clamp to the soft joint limits (position limits shrunk by a margin), limit the
+change per tick, and clip so the PD torque ``kp (q_t - q) - kd dq`` (the drive's law,
+bcg_robot.pd, with dq_des = tau_ff = 0) stays within ``torque_fraction`` of the effort
+limits. The torque clip comes last, so the drives are never asked for more than their
+limit; its window is never empty (it is centred on q + kd dq / kp).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.errors import ConfigError
+
+from bcg_policy_node.config.safety_config import SafetyConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetLimits:
+    soft_lower: np.ndarray
+    soft_upper: np.ndarray
+    max_step: float
+    effort: np.ndarray
+
+    @classmethod
+    def for_robot(cls, robot: RobotConfig, config: SafetyConfig) -> "TargetLimits":
+        lower, upper = robot.lower + config.joint_limit_margin, robot.upper - config.joint_limit_margin
+        bad = np.flatnonzero((lower > robot.default_q) | (upper < robot.default_q))
+        if bad.size:
+            raise ConfigError(config.source, f"key 'joint_limit_margin': {config.joint_limit_margin} rad puts the default "
+                                             f"pose of '{robot.joint_names[bad[0]]}' outside its soft limits")
+        return cls(lower, upper, config.max_target_step, robot.effort * config.torque_fraction)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapedTargets:
+    targets: np.ndarray
+    clamped_limits: int  # joints moved by each stage this tick
+    clamped_rate: int
+    clamped_torque: int
+
+
+def shape_targets(targets: np.ndarray, previous: np.ndarray, q: np.ndarray, dq: np.ndarray,
+                  kp: np.ndarray, kd: np.ndarray, limits: TargetLimits) -> ShapedTargets:
+    t0 = np.clip(targets, limits.soft_lower, limits.soft_upper)
+    t1 = np.clip(t0, previous - limits.max_step, previous + limits.max_step)
+    # |kp (t - q) - kd dq| <= E  <=>  q + (kd dq - E) / kp <= t <= q + (kd dq + E) / kp  (kp > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.where(kp > 0, q + (kd * dq - limits.effort) / kp, -np.inf)
+        hi = np.where(kp > 0, q + (kd * dq + limits.effort) / kp, np.inf)
+    t2 = np.clip(t1, lo, hi)
+    return ShapedTargets(
+        t2,
+        int(np.count_nonzero(t0 != targets)),
+        int(np.count_nonzero(t1 != t0)),
+        int(np.count_nonzero(t2 != t1)),
+    )
