@@ -73,6 +73,7 @@ class SimBridgeNode(Node):
         self.create_subscription(UInt16, SIM_REMOTE_TOPIC, lambda m: self.interface.set_remote_buttons(m.data), 10,
                                  callback_group=group)
         self.recorder = TrajectoryRecorder() if self.cfg.log_path else None
+        self.diverged = False
         self.step_compute_s: list[float] = []
         self.events: list[tuple[float, str]] = []
         self.get_logger().info(
@@ -112,7 +113,6 @@ class SimBridgeNode(Node):
         self.pacer = pacer
         total = int(round(cfg.duration_s / cfg.physics_dt)) if cfg.duration_s > 0 else None
         clock = Clock()
-        start = time.monotonic()
         k = 0
         while not self.stop_event.is_set() and (total is None or k < total):
             t0 = time.perf_counter()
@@ -129,13 +129,13 @@ class SimBridgeNode(Node):
                 self._clock_pub.publish(clock)
             if self.recorder is not None and k % cfg.log_decimation == 0:
                 cmd = physics.latest_command()
-                n = self.robot.num_joints
+                zero = np.zeros(self.robot.num_joints)
                 self.recorder.record(
-                    physics.snapshot(), time.monotonic() - start,
-                    cmd.q if cmd is not None else np.zeros(n), cmd.kp if cmd is not None else np.zeros(n),
+                    physics.snapshot(), time.monotonic(), *((cmd.q, cmd.kp, cmd.kd) if cmd is not None else (zero,) * 3)
                 )
             if not physics.is_finite():
-                self.get_logger().error("simulation diverged (NaN state); stopping")
+                self.get_logger().error("simulation diverged (MuJoCo: unstable step / NaN state); stopping")
+                self.diverged = True
                 break
             self.step_compute_s.append(time.perf_counter() - t0)
             pacer.wait_next()
@@ -150,6 +150,7 @@ class SimBridgeNode(Node):
         path = self.recorder.save(
             self.cfg.log_path,
             physics_dt=self.cfg.physics_dt,
+            diverged=self.diverged,
             interface=self.cfg.interface,
             step_compute_s=np.asarray(self.step_compute_s, dtype=np.float32),
             pacing=np.array([stats.steps, stats.overruns, stats.resyncs, stats.max_lag_s, stats.wall_s, stats.sim_s]),

@@ -22,7 +22,8 @@ class ElasticBandConfig:
     enabled: bool = True
     stiffness: float = 10000.0  # N/m, pulls the pelvis toward the anchor
     damping: float = 1000.0  # N s/m
-    angular_damping: float = 30.0  # N m s/rad, stops the hanging robot from spinning
+    angular_stiffness: float = 500.0  # N m/rad, keeps the hanging pelvis upright
+    angular_damping: float = 2.0  # N m s/rad (explicit: above ~5 it destabilises the light pelvis at 500 Hz)
     lift: float = 0.0  # anchor height above the default standing root height, m
     release_after_s: float = 0.0  # release automatically after this much simulated time; 0: only on request
 
@@ -37,6 +38,7 @@ class BridgeConfig:
     publish_clock: bool = False  # publish simulated time on /clock
     command_timeout_s: float = 0.0  # > 0: damping when no command for this long (unattended runs); 0: off, like the G1
     timeout_damping_kd: float = 2.0  # kd of the bridge's own timeout damping, N m s/rad
+    joint_damping: float = 0.5  # passive damping of a back-driven geared drive, N m s/rad (the MJCF has none)
     domain_id: int = 1  # unitree_dds: DDS domain (1 and 'lo' is the simulator convention)
     network_interface: str = "lo"
     log_path: str = ""  # write the run's trajectory (npz) here at exit; empty: no log
@@ -52,7 +54,7 @@ class BridgeConfig:
             raise ValueError(f"key 'state_rate_hz': {self.state_rate_hz} not in (0, physics rate]")
         if not 0 < self.log_rate_hz <= 1.0 / self.physics_dt + 1e-9:
             raise ValueError(f"key 'log_rate_hz': {self.log_rate_hz} not in (0, physics rate]")
-        for key in ("realtime_factor", "command_timeout_s", "duration_s", "timeout_damping_kd"):
+        for key in ("realtime_factor", "command_timeout_s", "duration_s", "timeout_damping_kd", "joint_damping"):
             if getattr(self, key) < 0:
                 raise ValueError(f"key '{key}': must be >= 0")
         if not 0 <= self.domain_id <= 232:

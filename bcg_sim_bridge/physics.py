@@ -71,11 +71,13 @@ class BridgePhysics:
         self.dt = float(self.model.opt.timestep)
         self._qi = joint_qpos_indices(self.model, robot)
         self._di = joint_dof_indices(self.model, robot)
+        self.model.dof_damping[self._di] = cfg.joint_damping
         self._effort = robot.effort
         self._root_body = self.model.body(robot.root_body).id
         self._foot_bodies = {self.model.body(f).id for f in robot.feet}
         self._floor = self.model.geom("floor").id
         self._sensor = {name: self._sensor_slice(name) for name in ("imu_quat", "imu_gyro", "imu_acc")}
+        self._rotvec = np.zeros(3)
         self._lock = threading.Lock()
         self._command: LowCommand | None = None
         self._command_time = 0.0
@@ -163,7 +165,8 @@ class BridgePhysics:
             pos = self.data.xpos[self._root_body]
             vel = self.data.qvel[:3]
             xfrc[:3] = self._band.stiffness * (self._anchor - pos) - self._band.damping * vel
-            xfrc[3:] = -self._band.angular_damping * self.data.qvel[3:6]
+            mujoco.mju_quat2Vel(self._rotvec, self.data.qpos[3:7], 1.0)  # axis * angle from upright
+            xfrc[3:] = -self._band.angular_stiffness * self._rotvec - self._band.angular_damping * self.data.qvel[3:6]
         if push is not None:
             xfrc[:3] += push.force
 
@@ -203,7 +206,9 @@ class BridgePhysics:
         return deepest
 
     def is_finite(self) -> bool:
-        return bool(np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qvel).all())
+        """False once the state is NaN or MuJoCo reported an unstable step (it then resets the data itself)."""
+        unstable = self.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+        return bool(not unstable and np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qvel).all())
 
     def snapshot(self) -> BridgeState:
         s = self.data.sensordata

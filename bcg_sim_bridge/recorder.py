@@ -13,7 +13,7 @@ import numpy as np
 from bcg_sim_bridge.physics import BridgeState
 
 FIELDS = ("sim_time", "tick", "root_pos", "root_quat", "q", "dq", "tau", "foot_penetration", "drive_mode",
-          "band_engaged", "wall_time")
+          "band_engaged", "wall_time")  # wall_time: time.monotonic() (system-wide, comparable across processes)
 
 
 class TrajectoryRecorder:
@@ -21,8 +21,10 @@ class TrajectoryRecorder:
         self._rows: dict[str, list] = {name: [] for name in FIELDS}
         self._rows["cmd_q"] = []
         self._rows["cmd_kp"] = []
+        self._rows["cmd_kd"] = []
 
-    def record(self, state: BridgeState, wall_time: float, cmd_q: np.ndarray, cmd_kp: np.ndarray) -> None:
+    def record(self, state: BridgeState, wall_time: float, cmd_q: np.ndarray, cmd_kp: np.ndarray,
+               cmd_kd: np.ndarray) -> None:
         r = self._rows
         r["sim_time"].append(state.sim_time)
         r["tick"].append(state.tick)
@@ -37,6 +39,7 @@ class TrajectoryRecorder:
         r["wall_time"].append(wall_time)
         r["cmd_q"].append(cmd_q)
         r["cmd_kp"].append(cmd_kp)
+        r["cmd_kd"].append(cmd_kd)
 
     def __len__(self) -> int:
         return len(self._rows["sim_time"])
