@@ -34,7 +34,7 @@ class UnitreeDdsInterface:
         self._pub = ChannelPublisher(UNITREE_STATE_TOPIC, LowState_)
         self._pub.Init()
         self._sub = ChannelSubscriber(UNITREE_COMMAND_TOPIC, LowCmd_)
-        self._sub.Init(self._handle_command, 1)
+        self._sub.Init(self._handle_command, 16)  # a queue: every message is checked and counted
 
     def _handle_command(self, msg: LowCmd_) -> None:
         verdict = check_low_cmd(msg)

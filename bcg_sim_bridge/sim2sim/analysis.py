@@ -129,9 +129,10 @@ def training_sim_penetration(robot: RobotConfig, log: BridgeLog, mask: np.ndarra
 
 
 def percentiles_ms(values_s: np.ndarray) -> dict[str, float]:
-    if len(values_s) == 0:
-        return {"p50": float("nan"), "p99": float("nan"), "max": float("nan")}
     v = np.asarray(values_s, dtype=np.float64) * 1e3
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return {"p50": float("nan"), "p99": float("nan"), "max": float("nan")}
     return {"p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99)), "max": float(v.max())}
 
 

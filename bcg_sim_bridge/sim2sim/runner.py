@@ -109,8 +109,8 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
     return extra
 
 
-def run_scenario(opts: RunOptions, scenario: Scenario, interface: str) -> dict:
-    scen_dir = opts.out_dir / f"{interface}_{scenario.name}"
+def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: int = 0) -> dict:
+    scen_dir = opts.out_dir / f"{interface}_{scenario.name}" / f"attempt{attempt}"
     scen_dir.mkdir(parents=True, exist_ok=True)
     log_path = scen_dir / "bridge_log.npz"
     policy = nan_policy(opts.robot, scen_dir / "nan_policy.onnx") if scenario.name == "nan" else opts.policy
@@ -136,8 +136,11 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str) -> dict:
         final_node_state, final_sentinel = driver.node_state, driver.sentinel_state
         driver.close()
         exit_codes = group.stop_all()
+    cutoff = marks.get("stop" if scenario.name == "none" else "fault", np.inf)
+    early_trips = [e.text for e in events if e.source == "node_fault" and e.t < cutoff - 1e-3]
     result = {
-        "scenario": scenario.name, "interface": interface, "injects": scenario.injects, "expected": scenario.expected,
+        "scenario": scenario.name, "interface": interface, "attempt": attempt,
+        "spoiled_before_injection": bool(early_trips), "early_trips": early_trips, "injects": scenario.injects, "expected": scenario.expected,
         "error": error, "exit_codes": exit_codes, "final_node_state": final_node_state,
         "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
@@ -148,6 +151,10 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str) -> dict:
         result.update(passed=False, observed=f"no bridge log ({error or 'bridge died'})")
         return result
     log = analysis.BridgeLog.load(log_path)
+    if scenario.name != "none" and "fault" not in marks:
+        result.update(passed=False, observed=f"fault never injected ({error})", bridge_log=str(log_path),
+                      marks={k: round(v - marks["start"], 4) for k, v in marks.items()})
+        return result
     result.update(_analyse(opts, scenario, log, events, timing, marks, extra, error))
     result["bridge_log"] = str(log_path)
     return result

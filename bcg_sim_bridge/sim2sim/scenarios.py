@@ -25,8 +25,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "no watchdog trip, no fall; operator stop -> DAMP", ("operator_stop",)),
     Scenario("dropout", "the bridge publishes no state for --dropout-ms",
              "stale-state watchdog -> DAMP within one control period of going stale", ("stale_state", "tick_stalled")),
-    Scenario("crc", "rt/lowstate sealed with a wrong CRC for --dropout-ms, plus LowCmds with a corrupted CRC",
-             "bridge drops and counts every corrupted LowCmd; the node rejects corrupted LowStates -> stale state -> DAMP",
+    Scenario("crc", "rt/lowstate sealed with a wrong CRC for --dropout-ms, plus 20 LowCmds with a corrupted CRC "
+             "from a second SDK client",
+             "bridge drops and counts every corrupted LowCmd (motors keep the node's command); the node discards "
+             "corrupted LowStates -> stale state -> DAMP",
              ("stale_state", "tick_stalled"), interfaces=("unitree_dds",)),
     Scenario("nan", "the policy outputs NaN (an ONNX policy with the robot's contract and a NaN bias)",
              "non-finite action watchdog -> DAMP on the first RUN tick", ("nonfinite_action",)),
