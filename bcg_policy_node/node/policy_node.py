@@ -134,7 +134,7 @@ class PolicyNode(LifecycleNode):
                 self._timer = None
             if self.loop is not None and self.interface is not None and self.interface.latest_state() is not None:
                 self.interface.send(LowCommand.damping(self.loop.damping_kd))
-                self.get_logger().warn(f"{why}: damping sent, control stopped")
+                self.get_logger().warning(f"{why}: damping sent, control stopped")
             self.loop = None
 
     def _release(self) -> None:
@@ -152,8 +152,11 @@ class PolicyNode(LifecycleNode):
                 now = time.monotonic()
                 method = {"run": self.loop.request_run, "stop": self.loop.request_stop, "reset": self.loop.request_reset}[what]
                 response.success, response.message = method(now)
-        log = self.get_logger().info if response.success else self.get_logger().warn
-        log(f"operator {what}: {response.message}")
+        # rclpy binds a severity to each logging call site: one site per severity
+        if response.success:
+            self.get_logger().info(f"operator {what}: {response.message}")
+        else:
+            self.get_logger().warning(f"operator {what}: {response.message}")
         return response
 
     def _on_run(self, request, response):
@@ -170,7 +173,7 @@ class PolicyNode(LifecycleNode):
             changed = self._inputs.estop != bool(msg.data)
             self._inputs.estop = bool(msg.data)
         if changed:
-            self.get_logger().warn(f"e-stop {'ASSERTED' if msg.data else 'released'}")
+            self.get_logger().warning(f"e-stop {'ASSERTED' if msg.data else 'released'}")
 
     def _on_deadman(self, msg: Empty) -> None:
         with self._lock:

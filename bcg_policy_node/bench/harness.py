@@ -1,0 +1,221 @@
+"""Drive real processes on loopback: the loopback robot, the policy node, the sentinel.
+
+Used by the tests and by ``bcg-bench-node``. :class:`Observer` is an rclpy node in the
+driving process that records what the policy node publishes and what the robot's
+motors received, calls the operator services and injects faults; :class:`ProcessSet`
+starts and stops the processes (each writes its log to a file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Empty, Float64MultiArray, String, UInt64
+from std_srvs.srv import Trigger
+
+from bcg_robot.wire import LowCommand
+
+from bcg_policy_node import operator_api as api
+from bcg_policy_node.bench.loopback_robot import INJECT_TOPIC, RECEIVED_TOPIC, STATUS_TOPIC
+
+ROBOT_MODULE = "bcg_policy_node.bench.loopback_robot"
+NODE_MODULE = "bcg_policy_node.node.policy_node"
+SENTINEL_MODULE = "bcg_policy_node.sentinel.sentinel_node"
+
+
+def ros_args(params: dict) -> list[str]:
+    out = ["--ros-args"]
+    for key, value in params.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        out += ["-p", f"{key}:={value}"]
+    return out
+
+
+class ProcessSet:
+    def __init__(self, log_dir: str | Path):
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, module: str, params: dict) -> subprocess.Popen:
+        log = open(self.log_dir / f"{name}.log", "w")
+        proc = subprocess.Popen([sys.executable, "-m", module, *ros_args(params)], stdout=log, stderr=subprocess.STDOUT,
+                                env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        self.procs[name] = proc
+        return proc
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text()
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs[name]
+        proc.send_signal(sig)
+        proc.wait(timeout=20)
+
+    def stop(self, name: str) -> None:
+        """SIGINT (a clean shutdown) if it is still running."""
+        proc = self.procs.get(name)
+        if proc is not None and proc.poll() is None:
+            self.kill(name, signal.SIGINT)
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+class Observer(Node):
+    """Everything a test or the benchmark watches, thread-safe behind one condition."""
+
+    def __init__(self, num_joints: int):
+        super().__init__("bcg_observer")
+        self.n = num_joints
+        self.cond = threading.Condition()
+        self.states: list[tuple[float, str]] = []
+        self.faults: list[tuple[float, str]] = []
+        self.sentinel_states: list[tuple[float, str]] = []
+        self.received: list[tuple[float, LowCommand]] = []
+        self.timing: list[tuple[float, float, float]] = []
+        self.heartbeats: list[float] = []
+        self.robot_status: dict = {}
+        self.joint_states: list[JointState] = []
+        self.diagnostics: list[DiagnosticArray] = []
+        self.deadman_enabled = threading.Event()
+        self.deadman_sent_at = 0.0
+        sub = self.create_subscription
+        sub(String, api.STATE_TOPIC, lambda m: self._add(self.states, m.data), api.latched_qos())
+        sub(String, api.FAULT_TOPIC, lambda m: self._add(self.faults, m.data), api.latched_qos())
+        sub(String, api.SENTINEL_STATE_TOPIC, lambda m: self._add(self.sentinel_states, m.data), api.latched_qos())
+        sub(Float64MultiArray, RECEIVED_TOPIC, self._on_received, 100)
+        sub(Float64MultiArray, api.TIMING_TOPIC, lambda m: self._add(self.timing, tuple(m.data), stamp=False), 100)
+        sub(UInt64, api.HEARTBEAT_TOPIC, lambda m: self._add(self.heartbeats, time.monotonic(), stamp=False), 100)
+        sub(String, STATUS_TOPIC, self._on_status, 10)
+        sub(JointState, api.JOINT_STATES_TOPIC, lambda m: self._add(self.joint_states, m, stamp=False), 10)
+        sub(DiagnosticArray, api.DIAGNOSTICS_TOPIC, lambda m: self._add(self.diagnostics, m, stamp=False), 10)
+        self.inject_pub = self.create_publisher(String, INJECT_TOPIC, 10)
+        self.estop_pub = self.create_publisher(Bool, api.ESTOP_TOPIC, 10)
+        self.deadman_pub = self.create_publisher(Empty, api.DEADMAN_TOPIC, 10)
+        self._trigger_clients = {name: self.create_client(Trigger, name)
+                        for name in (api.RUN_SERVICE, api.STOP_SERVICE, api.RESET_SERVICE)}
+        self.create_timer(0.05, self._on_deadman_timer)
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._stop = threading.Event()
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self._executor.spin_once(timeout_sec=0.02)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._executor.shutdown()
+        self.destroy_node()
+
+    def _on_deadman_timer(self) -> None:
+        if self.deadman_enabled.is_set():
+            self.deadman_pub.publish(Empty())
+            self.deadman_sent_at = time.monotonic()
+
+    def _add(self, target: list, value, stamp: bool = True) -> None:
+        with self.cond:
+            target.append((time.monotonic(), value) if stamp else value)
+            self.cond.notify_all()
+
+    def _on_received(self, msg: Float64MultiArray) -> None:
+        data = np.asarray(msg.data)
+        self._add(self.received, (float(data[0]), LowCommand.from_matrix(data[1:].reshape(5, self.n))), stamp=False)
+
+    def _on_status(self, msg: String) -> None:
+        with self.cond:
+            self.robot_status = json.loads(msg.data)
+            self.cond.notify_all()
+
+    # waiting ---------------------------------------------------------------------------
+    def wait_for(self, predicate: Callable[[], object], timeout: float, what: str):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                value = predicate()
+                if value:
+                    return value
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+                self.cond.wait(min(left, 0.05))
+
+    def state(self) -> str | None:
+        with self.cond:
+            return self.states[-1][1] if self.states else None
+
+    def wait_state(self, name: str, timeout: float = 20.0) -> float:
+        """Wait until the node's latest reported state is ``name``; returns the time it arrived."""
+        return self.wait_for(lambda: self.states[-1][0] if self.states and self.states[-1][1] == name else None,
+                             timeout, f"state {name} (last: {self.state()})")
+
+    def received_since(self, t: float) -> list[tuple[float, LowCommand]]:
+        with self.cond:
+            return [(tr, c) for tr, c in self.received if tr >= t]
+
+    def wait_received(self, predicate: Callable[[LowCommand], bool], since: float, timeout: float, what: str):
+        """The first command received after ``since`` that satisfies ``predicate``: (t, command)."""
+        def find():
+            return next(((t, c) for t, c in self.received if t >= since and predicate(c)), None)
+        return self.wait_for(find, timeout, what)
+
+    def call(self, service: str, timeout: float = 15.0) -> Trigger.Response:
+        client = self._trigger_clients[service]
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"service {service} not available")
+        future = client.call_async(Trigger.Request())
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(timeout):
+            raise TimeoutError(f"service {service} did not answer")
+        return future.result()
+
+    def inject(self, what: str) -> None:
+        self.inject_pub.publish(String(data=what))
+
+    def wait_subscribers(self, publisher, timeout: float = 20.0) -> None:
+        self.wait_for(lambda: publisher.get_subscription_count() > 0, timeout, f"a subscriber on {publisher.topic_name}")
+
+
+def back_to_hold(obs: Observer, timeout: float = 30.0) -> None:
+    """Clear injections and e-stop, stop and reset the node unless it holds, wait for HOLD."""
+    obs.inject("clear")
+    obs.inject("reset_sim")
+    obs.estop_pub.publish(Bool(data=False))
+    deadline = time.monotonic() + timeout
+    while obs.state() != "HOLD":
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"node did not return to HOLD (state {obs.state()}, faults {obs.faults[-1:]})")
+        if obs.state() == "RUN":
+            obs.call(api.STOP_SERVICE)
+        if obs.state() == "DAMP":
+            obs.inject("reset_sim")  # a damped simulated robot may have sagged or fallen
+            obs.call(api.RESET_SERVICE)  # refused while the fault is still present; retried
+        time.sleep(0.1)

@@ -1,0 +1,171 @@
+"""The policy node as a real process against a loopback robot over real ROS 2 DDS.
+
+Watchdog scenarios use a safety config whose stale limit is 10 periods instead of 3, so
+that a loaded test machine (processes descheduled for ~100 ms) cannot trip it by
+accident; the exact 3-period limit is covered by the pure tests and the benchmark.
+"""
+
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from std_msgs.msg import Bool
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.contract import PolicyContract
+
+from bcg_policy_node import operator_api as api
+from bcg_policy_node.bench.harness import NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet, back_to_hold, ros_args
+from bcg_policy_node.bench.sample_policies import truncate, write_policy
+
+pytestmark = pytest.mark.slow
+DEADMAN_S = 0.5
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot_config(check_model=False)
+
+
+@pytest.fixture(scope="module")
+def rig(robot, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ros2_node")
+    safety = tmp / "safety.yaml"
+    safety.write_text("stale_periods: 10.0\n")
+    policy = write_policy(tmp / "random.onnx", robot, "random")
+    rclpy.init()
+    procs = ProcessSet(tmp / "logs")
+    obs = Observer(robot.num_joints)
+    obs.deadman_enabled.set()
+    procs.start("robot", ROBOT_MODULE, {"physics": False, "state_rate_hz": 200.0})
+    procs.start("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
+                                      "deadman_timeout_s": DEADMAN_S})
+    try:
+        obs.wait_state("HOLD", 60)
+        yield obs, procs, tmp, safety, policy
+    finally:
+        procs.stop_all()
+        obs.close()
+        rclpy.shutdown()
+
+
+def position_commands(commands):
+    return [c for _, c in commands if np.any(c.kp > 0)]
+
+
+def test_run_is_entered_only_by_the_operator(rig, robot):
+    obs, *_ = rig
+    back_to_hold(obs)
+    t0 = time.monotonic()
+    time.sleep(1.0)
+    held = position_commands(obs.received_since(t0))
+    assert obs.state() == "HOLD" and len(held) > 20
+    assert all(np.allclose(c.q, robot.default_q) for c in held)  # the policy never reached the motors
+    response = obs.call(api.RUN_SERVICE)
+    assert response.success, response.message
+    t_run = obs.wait_state("RUN", 10)
+    time.sleep(0.3)
+    ran = position_commands(obs.received_since(t_run + 0.05))
+    assert ran and all(not np.allclose(c.q, robot.default_q, atol=1e-3) for c in ran)
+    again = obs.call(api.RUN_SERVICE)
+    assert not again.success and "RUN" in again.message
+
+
+@pytest.mark.parametrize("trigger,kind", [
+    ("freeze", "stale_state"), ("stall_tick", "tick_stalled"), ("nan", "nonfinite_state"),
+    ("overspeed", "joint_velocity"), ("tilt", "tilt"), ("estop", "estop"), ("stop", "operator_stop"),
+    ("deadman", "deadman"),
+])
+def test_each_watchdog_trips_and_the_motors_get_damping(rig, trigger, kind):
+    obs, *_ = rig
+    back_to_hold(obs)
+    assert obs.call(api.RUN_SERVICE).success
+    obs.wait_state("RUN", 10)
+    n_faults = len(obs.faults)
+    t0 = time.monotonic()
+    if trigger == "estop":
+        obs.estop_pub.publish(Bool(data=True))
+    elif trigger == "stop":
+        assert obs.call(api.STOP_SERVICE).success
+    elif trigger == "deadman":
+        obs.deadman_enabled.clear()
+    else:
+        obs.inject(trigger)
+    try:
+        t_damp, command = obs.wait_received(lambda c: c.is_damping(), t0, 10, f"damping after {trigger}")
+        obs.wait_for(lambda: len(obs.faults) > n_faults, 5, "the fault report")
+        assert obs.faults[-1][1].startswith(kind + ":"), obs.faults[-1]
+        assert np.all(command.kd > 0) and np.all(command.kp == 0)
+        time.sleep(0.3)
+        assert all(c.is_damping() for _, c in obs.received_since(t_damp))  # latched
+        assert obs.state() == "DAMP"
+        if trigger in ("estop", "tilt"):
+            refused = obs.call(api.RESET_SERVICE)
+            assert not refused.success and "fault still present" in refused.message
+    finally:
+        obs.deadman_enabled.set()
+        obs.estop_pub.publish(Bool(data=False))
+        obs.inject("clear")
+
+
+def test_observability_topics(rig, robot):
+    obs, *_ = rig
+    back_to_hold(obs)
+    time.sleep(1.2)
+    js = obs.joint_states[-1]
+    assert list(js.name) == list(robot.joint_names) and np.allclose(js.position, robot.default_q)
+    period, age, compute = np.nanmedian(np.array(obs.timing[-40:]), axis=0)
+    assert 15.0 < period < 25.0 and 0 <= age < 100 and 0 < compute < 20
+    values = {kv.key: kv.value for kv in obs.diagnostics[-1].status[0].values}
+    assert values["state"] == "HOLD" and "jitter_p99_ms" in values
+
+
+def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
+    obs, procs, tmp, safety, policy = rig
+    contract = PolicyContract.for_robot(robot)
+    names = list(robot.joint_names)
+    names[0], names[6] = names[6], names[0]
+    cases = {
+        "corrupt": (truncate(policy, tmp / "corrupt.onnx"), "not a loadable ONNX model"),
+        "count": (write_policy(tmp / "count.onnx", robot, joint_names=contract.joint_names[:23],
+                               default_pose=contract.default_pose[:23], kp=contract.kp[:23], kd=contract.kd[:23],
+                               action_scale=contract.action_scale[:23]), "policy has 23 joints"),
+        "names": (write_policy(tmp / "names.onnx", robot, joint_names=tuple(names)), "joint order mismatch"),
+        "dt": (write_policy(tmp / "dt.onnx", robot, control_dt=0.01), "control_dt 0.01 s != robot control_dt 0.02 s"),
+    }
+    procs.stop("node")  # the robot stays; nothing may command it from now on
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    for name, (path, message) in cases.items():
+        run = subprocess.run([sys.executable, "-m", NODE_MODULE, *ros_args({"policy_path": str(path), "autostart": True})],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 2, (name, run.stdout[-2000:], run.stderr[-2000:])
+        errors = [line for line in run.stdout.splitlines() if line.startswith("policy_node: error:")]
+        assert len(errors) == 1 and str(path) in errors[0] and message in errors[0], (name, run.stdout)
+    time.sleep(0.3)
+    assert obs.received_since(t0) == []
+
+
+def test_killing_the_node_makes_the_sentinel_damp(rig, robot):
+    obs, procs, tmp, safety, policy = rig
+    procs.stop("node")
+    t_start = time.monotonic()
+    procs.start("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
+    procs.start("sentinel", SENTINEL_MODULE, {})
+    obs.wait_for(lambda: obs.states[-1][0] > t_start and obs.states[-1][1] == "HOLD", 60, "the new node in HOLD")
+    assert obs.call(api.RUN_SERVICE).success
+    obs.wait_state("RUN", 10)
+    obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
+    time.sleep(0.5)
+    t_kill = time.monotonic()
+    procs.kill("node2", signal.SIGKILL)
+    t_damp, command = obs.wait_received(lambda c: c.is_damping(), t_kill, 10, "sentinel damping")
+    assert np.allclose(command.kd, robot.kd_array) and np.all(command.kp == 0)
+    obs.wait_for(lambda: obs.sentinel_states[-1][1] == "TAKEN_OVER", 5, "sentinel takeover report")
+    time.sleep(0.2)
+    assert all(c.is_damping() for _, c in obs.received_since(t_damp))
+    print(f"sentinel takeover {1e3 * (t_damp - t_kill):.0f} ms after SIGKILL")

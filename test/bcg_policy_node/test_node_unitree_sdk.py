@@ -1,0 +1,134 @@
+"""The policy node over real unitree_sdk2py DDS on ``lo``, against a loopback LowState robot.
+
+The SDK side runs in a domain of its own, away from the ROS domain of this test process
+(ROS topic ``lowcmd`` is DDS topic ``rt/lowcmd`` too). The robot reports mode_machine 4
+(not the 29-DoF default 5) so a copied value is told apart from a hard-coded one; it
+drops and counts every LowCmd with a wrong CRC, mode_machine or motor mode.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import rclpy
+
+from bcg_robot.config import load_robot_config
+
+from bcg_policy_node import operator_api as api
+from bcg_policy_node.bench.harness import NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet, back_to_hold, ros_args
+from bcg_policy_node.bench.sample_policies import write_policy
+
+pytestmark = pytest.mark.slow
+SDK_DOMAIN = 202 + os.getpid() % 30
+MODE_MACHINE = 4
+
+
+def sdk_params(**extra):
+    return {"kind": "unitree_sdk", "domain_id": SDK_DOMAIN, "network_interface": "lo", **extra}
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot_config(check_model=False)
+
+
+@pytest.fixture(scope="module")
+def rig(robot, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sdk_node")
+    safety = tmp / "safety.yaml"
+    safety.write_text("stale_periods: 10.0\n")
+    policy = write_policy(tmp / "random.onnx", robot, "random")
+    rclpy.init()
+    procs = ProcessSet(tmp / "logs")
+    obs = Observer(robot.num_joints)
+    procs.start("robot", ROBOT_MODULE, {"interface": "unitree_sdk", "domain_id": SDK_DOMAIN, "physics": False,
+                                        "state_rate_hz": 100.0, "mode_machine": MODE_MACHINE})
+    try:
+        yield obs, procs, tmp, safety, policy
+    finally:
+        procs.stop_all()
+        obs.close()
+        rclpy.shutdown()
+
+
+def test_sport_mode_release_without_a_motion_switcher_is_a_clear_error(rig):
+    obs, procs, tmp, safety, policy = rig
+    t0 = time.monotonic()
+    params = {"policy_path": str(policy), "autostart": True, **sdk_params(release_sport_mode=True, motion_switcher_timeout_s=1.0)}
+    run = subprocess.run([sys.executable, "-m", NODE_MODULE, *ros_args(params)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stdout[-2000:]
+    errors = [line for line in run.stdout.splitlines() if line.startswith("policy_node: error:")]
+    assert len(errors) == 1 and "motion switcher" in errors[0] and "release_sport_mode:=false" in errors[0]
+    assert obs.received_since(t0) == []
+
+
+@pytest.fixture(scope="module")
+def sdk_node(rig):
+    obs, procs, tmp, safety, policy = rig
+    procs.start("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
+                                      **sdk_params(release_sport_mode=False)})
+    obs.wait_state("HOLD", 60)
+    return rig
+
+
+def test_every_lowcmd_has_crc_copied_mode_machine_and_motor_mode(sdk_node, robot):
+    obs, *_ = sdk_node
+    back_to_hold(obs)
+    t0 = time.monotonic()
+    time.sleep(1.0)
+    held = obs.received_since(t0)
+    status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("received", 0) > 40 else None, 10, "commands")
+    assert len(held) > 20 and all(np.allclose(c.q, robot.default_q, atol=1e-6) for _, c in held)  # float32 on the wire
+    assert status["bad_crc"] == 0 and status["bad_mode_machine"] == 0 and status["bad_motor_mode"] == 0
+
+
+def test_remote_start_enters_run(sdk_node):
+    obs, *_ = sdk_node
+    back_to_hold(obs)
+    obs.inject("remote_start")
+    try:
+        obs.wait_state("RUN", 10)
+    finally:
+        obs.inject("clear")
+
+
+@pytest.mark.parametrize("trigger,kind", [
+    ("motor_fault", "motor_fault"), ("hot", "motor_temperature"), ("remote_estop", "remote_estop"), ("freeze", "stale_state"),
+])
+def test_sdk_watchdogs_damp_the_motors(sdk_node, trigger, kind):
+    obs, *_ = sdk_node
+    back_to_hold(obs)
+    assert obs.call(api.RUN_SERVICE).success
+    obs.wait_state("RUN", 10)
+    n_faults = len(obs.faults)
+    t0 = time.monotonic()
+    obs.inject(trigger)
+    try:
+        t_damp, command = obs.wait_received(lambda c: c.is_damping(), t0, 10, f"damping after {trigger}")
+        obs.wait_for(lambda: len(obs.faults) > n_faults, 5, "the fault report")
+        assert obs.faults[-1][1].startswith(kind + ":"), obs.faults[-1]
+        time.sleep(0.3)
+        assert all(c.is_damping() for _, c in obs.received_since(t_damp))
+    finally:
+        obs.inject("clear")
+
+
+def test_sentinel_damps_over_the_sdk_when_the_node_dies(sdk_node, robot):
+    obs, procs, tmp, safety, policy = sdk_node
+    procs.start("sentinel", SENTINEL_MODULE, sdk_params())
+    back_to_hold(obs)
+    assert obs.call(api.RUN_SERVICE).success
+    obs.wait_state("RUN", 10)
+    obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
+    time.sleep(0.5)
+    t_kill = time.monotonic()
+    procs.kill("node")
+    t_damp, command = obs.wait_received(lambda c: c.is_damping(), t_kill, 10, "sentinel damping")
+    time.sleep(0.3)
+    assert all(c.is_damping() for _, c in obs.received_since(t_damp))
+    status = obs.robot_status
+    assert status["bad_crc"] == 0 and status["bad_mode_machine"] == 0
+    print(f"sentinel takeover over unitree_sdk {1e3 * (t_damp - t_kill):.0f} ms after SIGKILL")

@@ -1,0 +1,76 @@
+"""Loading policies: the contract inside the ONNX file is checked against the robot."""
+
+import dataclasses
+
+import numpy as np
+import onnx
+import pytest
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.contract import PolicyContract
+from bcg_robot.errors import ContractError
+from bcg_train.export.onnx_graph import forward_numpy
+
+from bcg_policy_node.bench.sample_policies import random_weights, truncate, write_policy
+from bcg_policy_node.policy.onnx_policy import OnnxPolicy
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot_config(check_model=False)
+
+
+def raw_state(robot, rng):
+    n = robot.num_joints
+    quat = rng.normal(size=4)
+    return {"imu_quat": quat / np.linalg.norm(quat), "imu_gyro": rng.normal(size=3), "joint_pos": robot.default_q + 0.1 * rng.normal(size=n),
+            "joint_vel": rng.normal(size=n), "last_action": 0.3 * rng.normal(size=n), "phase": np.array([0.3])}
+
+
+def test_policy_runs_like_the_reference_graph(robot, tmp_path):
+    path = write_policy(tmp_path / "random.onnx", robot, "random")
+    policy = OnnxPolicy.load(path, robot)
+    assert policy.session.get_session_options().intra_op_num_threads == 1
+    contract = PolicyContract.for_robot(robot)
+    raw = raw_state(robot, np.random.default_rng(1))
+    targets, action = policy.run(raw)
+    ref_targets, ref_action = forward_numpy(contract, random_weights(contract), raw)
+    assert np.allclose(targets, ref_targets, atol=1e-4) and np.allclose(action, ref_action, atol=1e-4)
+    assert not np.allclose(targets, robot.default_q, atol=1e-3)
+
+
+def bad_names(robot):
+    names = list(robot.joint_names)
+    names[0], names[6] = names[6], names[0]
+    return tuple(names)
+
+
+@pytest.mark.parametrize("case,match", [
+    ("truncated", "not a loadable ONNX model"),
+    ("joint_count", "policy has 23 joints, robot 'g1_29dof' has 29"),
+    ("joint_names", "joint 0 is 'right_hip_pitch' in the policy but 'left_hip_pitch' on the robot"),
+    ("control_dt", "policy control_dt 0.01 s != robot control_dt 0.02 s"),
+    ("no_metadata", "policy metadata lacks 'robot'"),
+    ("missing", "policy file not found"),
+])
+def test_bad_policies_are_one_line_errors_naming_the_file(robot, tmp_path, case, match):
+    path = tmp_path / f"{case}.onnx"
+    n23 = 23
+    if case == "truncated":
+        truncate(write_policy(tmp_path / "ok.onnx", robot), path)
+    elif case == "joint_count":
+        c = PolicyContract.for_robot(robot)
+        write_policy(path, robot, joint_names=c.joint_names[:n23], default_pose=c.default_pose[:n23], kp=c.kp[:n23],
+                     kd=c.kd[:n23], action_scale=c.action_scale[:n23])
+    elif case == "joint_names":
+        write_policy(path, robot, joint_names=bad_names(robot))
+    elif case == "control_dt":
+        write_policy(path, robot, control_dt=0.01)
+    elif case == "no_metadata":
+        model = onnx.load(str(write_policy(tmp_path / "ok.onnx", robot)))
+        del model.metadata_props[:]
+        onnx.save(model, str(path))
+    with pytest.raises(ContractError) as err:
+        OnnxPolicy.load(path, robot)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(str(path)) and match in message

@@ -1,0 +1,225 @@
+"""The pure safety layer: watchdogs, target shaping, state machine, control loop (fake clock)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.contract import PolicyContract
+from bcg_robot.errors import ConfigError
+from bcg_robot.pd import pd_torque
+from bcg_robot.remote import RemoteState
+from bcg_robot.yaml_dataclass import from_mapping
+
+from bcg_policy_node.config.safety_config import SafetyConfig, load_safety_config
+from bcg_policy_node.interfaces.robot_state import RobotState
+from bcg_policy_node.operator_api import ControlState
+from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
+from bcg_policy_node.safety.state_watchdog import StateWatchdog
+from bcg_policy_node.safety.target_shaping import TargetLimits, shape_targets
+
+DT = 0.02
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot_config(check_model=False)
+
+
+def make_state(robot, tick, t, **changes):
+    values = dict(tick=tick, received_at=t, q=robot.default_q.copy(), dq=np.zeros(robot.num_joints),
+                  tau_est=np.zeros(robot.num_joints), quat_wxyz=np.array([1.0, 0, 0, 0]), gyro=np.zeros(3))
+    values.update(changes)
+    return RobotState(**values)
+
+
+class FakePolicy:
+    """Stands in for OnnxPolicy in the pure loop: a fixed offset from the default pose."""
+
+    def __init__(self, robot, offset=0.05, nan=False):
+        self.contract = PolicyContract.for_robot(robot)
+        self.offset, self.nan, self.calls = offset, nan, 0
+
+    def run(self, raw):
+        self.calls += 1
+        action = np.full(self.contract.num_joints, np.nan if self.nan else self.offset / 0.25)
+        return np.asarray(self.contract.default_pose) + 0.25 * action, action
+
+
+class Rig:
+    """A control loop driven tick by tick on a fake clock with fresh states."""
+
+    def __init__(self, robot, policy=None, config=SafetyConfig(), deadman=0.0):
+        self.robot = robot
+        self.policy = policy or FakePolicy(robot)
+        self.loop = ControlLoop(robot, self.policy, config, deadman)
+        self.t, self.tick_no = 100.0, 0
+        self.inputs = OperatorInputs()
+
+    def step(self, **state_changes):
+        self.t += DT
+        self.tick_no += 1
+        state = make_state(self.robot, self.tick_no, self.t - 0.001, **state_changes)
+        return self.loop.tick(self.t, state, self.inputs)
+
+    def to_hold(self):
+        for _ in range(int(2.0 / DT) + 2):
+            result = self.step()
+        assert result.state is ControlState.HOLD
+        return result
+
+
+def test_safety_config_rejects_unknown_keys_and_bad_values(tmp_path):
+    assert load_safety_config() == SafetyConfig()
+    bad = tmp_path / "safety.yaml"
+    bad.write_text("stale_periods: 3\nmax_tilt_deg: 40\n")
+    with pytest.raises(ConfigError, match="unknown key 'max_tilt_deg'"):
+        load_safety_config(bad)
+    with pytest.raises(ConfigError, match="max_target_step"):
+        from_mapping(SafetyConfig, {"max_target_step": -1.0})
+
+
+@pytest.mark.parametrize("changes,kind", [
+    (dict(q="nan"), "nonfinite_state"),
+    (dict(dq="fast"), "joint_velocity"),
+    (dict(quat_wxyz=np.array([np.cos(0.6), np.sin(0.6), 0, 0])), "tilt"),
+    (dict(motor_fault="fault"), "motor_fault"),
+    (dict(motor_temperature="hot"), "motor_temperature"),
+    (dict(remote=RemoteState(frozenset({"L2", "B"}))), "remote_estop"),
+])
+def test_each_state_watchdog_trips_on_its_condition_only(robot, changes, kind):
+    n = robot.num_joints
+    arrays = {"nan": np.where(np.arange(n) == 4, np.nan, robot.default_q), "fast": np.where(np.arange(n) == 3, 25.0, 0.0),
+              "fault": np.where(np.arange(n) == 7, 3, 0), "hot": np.where(np.arange(n) == 2, 95.0, 40.0)}
+    changes = {k: arrays.get(v, v) if isinstance(v, str) else v for k, v in changes.items()}
+    dog = StateWatchdog(robot, SafetyConfig(), DT)
+    healthy = make_state(robot, 1, 10.0, motor_fault=np.zeros(n, int), motor_temperature=np.full(n, 40.0),
+                         remote=RemoteState(frozenset({"L2"})))
+    assert dog.check(10.0, healthy) == []
+    faults = dog.check(10.02, dataclasses.replace(healthy, tick=2, received_at=10.02, **changes))
+    assert [f.kind for f in faults] == [kind]
+
+
+def test_stale_state_and_stalled_tick(robot):
+    dog = StateWatchdog(robot, SafetyConfig(), DT)
+    s = make_state(robot, 1, 10.0)
+    assert dog.check(10.0 + 3 * DT - 0.001, s) == []
+    assert {f.kind for f in dog.check(10.0 + 3 * DT + 0.001, s)} == {"stale_state", "tick_stalled"}
+    dog = StateWatchdog(robot, SafetyConfig(), DT)
+    for k in range(8):  # fresh samples, same tick
+        faults = dog.check(10.0 + k * DT, make_state(robot, 5, 10.0 + k * DT))
+    assert [f.kind for f in faults] == ["tick_stalled"]
+
+
+def test_target_shaping_clamps_limits_rate_and_torque(robot):
+    cfg = SafetyConfig(joint_limit_margin=0.1, max_target_step=0.2)
+    limits = TargetLimits.for_robot(robot, cfg)
+    kp, kd, q0 = robot.kp_array, robot.kd_array, robot.default_q
+    wild = robot.upper + 1.0
+    out = shape_targets(wild, limits.soft_upper, q0, np.zeros_like(q0), kp, kd, limits)
+    torque = pd_torque(out.targets, q0, 0.0, 0.0, kp, kd, 0.0, np.inf)
+    assert np.all(out.targets <= robot.upper - 0.1 + 1e-12)
+    assert np.all(np.abs(torque) <= robot.effort + 1e-9)
+    assert out.clamped_torque > 0
+    step = shape_targets(q0 + 1.0, q0, q0, np.zeros_like(q0), np.zeros_like(kp), kd, limits)
+    assert np.allclose(np.abs(step.targets - q0), np.minimum(0.2, np.abs(np.clip(q0 + 1.0, limits.soft_lower, limits.soft_upper) - q0)))
+    with pytest.raises(ConfigError, match="joint_limit_margin"):
+        TargetLimits.for_robot(robot, SafetyConfig(joint_limit_margin=0.5))
+
+
+def test_ramp_hold_and_run_only_on_operator_request(robot):
+    rig = Rig(robot)
+    first = rig.step(q=np.zeros(robot.num_joints))
+    assert first.state is ControlState.RAMP and first.command.kp.max() > 0
+    result = rig.to_hold()
+    assert np.allclose(result.command.q, robot.default_q)
+    for _ in range(100):  # HOLD forever without the operator
+        result = rig.step()
+    assert result.state is ControlState.HOLD and rig.policy.calls == 0
+    assert rig.loop.request_run(rig.t)[0]
+    result = rig.step()
+    assert result.state is ControlState.RUN and rig.policy.calls == 1 and result.ran_policy
+    assert np.allclose(result.command.q, robot.default_q + 0.05)
+
+
+def test_run_refused_outside_hold(robot):
+    rig = Rig(robot)
+    assert not rig.loop.request_run(rig.t)[0]  # PASSIVE
+    rig.step()
+    ok, message = rig.loop.request_run(rig.t)  # RAMP
+    assert not ok and "RAMP" in message
+    rig.loop.request_stop(rig.t)
+    assert not rig.loop.request_run(rig.t)[0]  # DAMP
+
+
+def test_trip_damps_in_the_same_tick_and_latches_until_reset(robot):
+    rig = Rig(robot)
+    rig.to_hold()
+    rig.loop.request_run(rig.t)
+    rig.step()
+    tilted = np.array([np.cos(0.7), np.sin(0.7), 0, 0])
+    result = rig.step(quat_wxyz=tilted)
+    assert result.state is ControlState.DAMP and result.command.is_damping()
+    assert rig.loop.machine.fault.kind == "tilt"
+    for _ in range(5):
+        assert rig.step().command.is_damping()  # latched with the fault gone
+    rig.step(quat_wxyz=tilted)
+    assert not rig.loop.request_reset(rig.t)[0]  # refused while the fault is present
+    rig.step()
+    assert rig.loop.request_reset(rig.t) == (True, "PASSIVE")
+    assert rig.step().state is ControlState.RAMP
+
+
+def test_nan_action_trips_and_sends_damping(robot):
+    rig = Rig(robot, FakePolicy(robot, nan=True))
+    rig.to_hold()
+    rig.loop.request_run(rig.t)
+    result = rig.step()
+    assert result.state is ControlState.DAMP and result.command.is_damping()
+    assert rig.loop.machine.fault.kind == "nonfinite_action"
+
+
+def test_estop_and_deadman(robot):
+    rig = Rig(robot, deadman=0.2)
+    assert rig.step().state is ControlState.PASSIVE  # deadman never seen: no ramp, no trip in PASSIVE
+    rig.inputs.deadman_at = rig.t
+    assert rig.step().state is ControlState.RAMP
+    for _ in range(20):
+        rig.inputs.deadman_at = rig.t
+        rig.step()
+    for _ in range(11):
+        result = rig.step()
+    assert result.state is ControlState.DAMP and rig.loop.machine.fault.kind == "deadman"
+    rig = Rig(robot)
+    rig.to_hold()
+    rig.inputs.estop = True
+    assert rig.step().command.is_damping()
+    assert not rig.loop.request_reset(rig.t)[0]
+    rig.inputs.estop = False
+    rig.step()
+    assert rig.loop.request_reset(rig.t)[0]
+
+
+def test_remote_start_needs_a_fresh_press_in_hold(robot):
+    rig = Rig(robot)
+    start = RemoteState(frozenset({"start"}))
+    for _ in range(int(2.0 / DT) + 10):  # START held through the ramp does not count
+        result = rig.step(remote=start)
+    assert result.state is ControlState.HOLD
+    rig.step(remote=RemoteState())
+    assert rig.step(remote=start).state is ControlState.RUN
+
+
+def test_passive_sends_zero_torque_and_no_state_sends_nothing(robot):
+    rig = Rig(robot)
+    assert rig.loop.tick(rig.t, None, rig.inputs).command is None
+    rig.inputs.estop = True
+    rig.loop.request_stop(rig.t)
+    rig.loop.machine.state = ControlState.PASSIVE  # as after a reset, before the ramp
+    rig.loop.machine.fault = None
+    rig.inputs.estop = False
+    rig.inputs.deadman_at = None
+    loop = ControlLoop(robot, FakePolicy(robot), SafetyConfig(), deadman_timeout=0.2)
+    result = loop.tick(rig.t, make_state(robot, 1, rig.t), OperatorInputs())
+    assert result.state is ControlState.PASSIVE and result.command.is_zero_torque()

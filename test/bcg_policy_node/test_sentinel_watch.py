@@ -1,0 +1,59 @@
+"""The sentinel's pure decision logic."""
+
+from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch
+
+
+def run(watch, t0, t1, hb=True, cmd=True, step=0.005):
+    t = t0
+    while t < t1:
+        if hb:
+            watch.on_heartbeat(t)
+        if cmd:
+            watch.on_command(t)
+        watch.check(t)
+        t += step
+    return t
+
+
+def test_not_armed_before_the_node_commands():
+    w = SentinelWatch(0.1)
+    for k in range(100):
+        assert w.check(k * 0.005) is SentinelState.WAITING
+
+
+def test_takes_over_when_commands_or_heartbeat_stop():
+    for hb, cmd, which in ((True, False, "command stream"), (False, True, "heartbeat"), (False, False, "")):
+        w = SentinelWatch(0.1)
+        t = run(w, 0.0, 1.0)
+        assert w.state is SentinelState.WATCHING
+        run(w, t, t + 0.095, hb=hb, cmd=cmd)
+        assert w.state is SentinelState.WATCHING
+        run(w, t + 0.095, t + 0.11, hb=hb, cmd=cmd)
+        assert w.state is SentinelState.TAKEN_OVER and which in w.reason
+
+
+def test_own_damping_commands_do_not_release_and_heartbeat_does():
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0)
+    t = run(w, t, t + 0.2, hb=False, cmd=False)
+    assert w.state is SentinelState.TAKEN_OVER
+    t = run(w, t, t + 0.5, hb=False, cmd=True)  # the sentinel's own commands
+    assert w.state is SentinelState.TAKEN_OVER
+    run(w, t, t + 0.05, hb=True, cmd=True)
+    assert w.state is SentinelState.WATCHING
+
+
+def test_a_live_heartbeat_without_commands_keeps_the_override():
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0)
+    run(w, t, t + 1.0, hb=True, cmd=False)
+    assert w.state is SentinelState.TAKEN_OVER and "command stream" in w.reason
+
+
+def test_a_late_check_waits_for_queued_messages():
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0)
+    assert w.check(t + 0.3) is SentinelState.WATCHING  # the sentinel itself was stalled
+    w.on_command(t + 0.3)
+    w.on_heartbeat(t + 0.3)
+    assert w.check(t + 0.305) is SentinelState.WATCHING
