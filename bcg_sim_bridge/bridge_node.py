@@ -20,6 +20,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Bool, Float64, Float64MultiArray, UInt16
 
@@ -125,7 +126,7 @@ class SimBridgeNode(Node):
                 if not dropped:
                     self.interface.publish_state(physics.snapshot(), corrupt_crc=corrupt)
             if self._clock_pub is not None:
-                clock.clock = rclpy.time.Time(nanoseconds=int(physics.sim_time * 1e9)).to_msg()
+                clock.clock = Time(nanoseconds=int(physics.sim_time * 1e9)).to_msg()
                 self._clock_pub.publish(clock)
             if self.recorder is not None and k % cfg.log_decimation == 0:
                 cmd = physics.latest_command()
@@ -185,7 +186,7 @@ def main(args=None) -> int:
         if spinner is not None:
             spinner.join(timeout=5.0)
         if node is not None:
-            node.interface.close() if hasattr(node, "interface") else None
+            node.interface.close()
             node.destroy_node()
         rclpy.try_shutdown()
     return code

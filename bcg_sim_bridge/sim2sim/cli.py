@@ -12,6 +12,7 @@ trip or a scenario that did not end as expected; 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import random
 import time
@@ -40,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--physics-hz", type=float, default=500.0, choices=(500.0, 1000.0))
     p.add_argument("--out", default="", help="report folder (default runs/sim2sim/<time>)")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True, help="render a GIF of the nominal run")
+    p.add_argument("--safety-config", default="", help="the node's safety config (default: config/safety.yaml)")
+    p.add_argument("--stale-periods", type=float, default=0.0,
+                   help="override the safety config's stale_periods for this run (0: keep it); the report says so")
     p.add_argument("--attempts", type=int, default=1,
                    help="re-run a scenario spoiled by a watchdog trip BEFORE its injection (e.g. stale state on an "
                         "overloaded machine) up to this many times in all; spoiled attempts stay in the report")
@@ -52,6 +56,19 @@ def _domains(requested: int) -> tuple[int, int]:
         env = os.environ.get("ROS_DOMAIN_ID")
         requested = int(env) if env else random.randrange(100, 200)
     return requested, (requested + 1) % 233  # the SDK's Cyclone DDS domain, next to the ROS one
+
+
+def _safety_config(path: str, stale_periods: float, out: Path) -> tuple[str, str]:
+    """(path, description) of the safety config node and sentinel get."""
+    from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
+    from bcg_robot.yaml_dataclass import dump_dataclass
+
+    source = path or str(DEFAULT_SAFETY_CONFIG)
+    cfg = load_safety_config(source)
+    if stale_periods <= 0:
+        return source, f"{source} (stale after {cfg.stale_periods:g} periods)"
+    relaxed = dump_dataclass(dataclasses.replace(cfg, stale_periods=stale_periods), out / "safety.yaml")
+    return str(relaxed), f"{source} with stale_periods {stale_periods:g} instead of {cfg.stale_periods:g} (--stale-periods)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             raise BCGInputError(policy, f"not a readable ONNX file: {err}") from None
         contract = PolicyContract.from_metadata(meta, str(policy))
         contract.check_against(robot, str(policy))
+        safety_config = _safety_config(args.safety_config, args.stale_periods, out)
     ros_domain, sdk_domain = _domains(args.ros_domain)
     os.environ["ROS_DOMAIN_ID"] = str(ros_domain)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -86,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
 
     opts = RunOptions(robot=robot, robot_config=args.robot_config, policy=policy, policy_origin=origin, out_dir=out,
                       ros_domain=ros_domain, sdk_domain=sdk_domain, bridge_config=args.bridge_config, run_s=run_s,
-                      dropout_ms=args.dropout_ms, push_force=args.push_force, physics_dt=1.0 / args.physics_hz)
+                      dropout_ms=args.dropout_ms, push_force=args.push_force, physics_dt=1.0 / args.physics_hz,
+                      safety_config=safety_config[0])
     interfaces = INTERFACES if args.interface == "both" else (args.interface,)
     faults = FAULTS if "all" in args.fault else tuple(dict.fromkeys(args.fault))
     plan = [(SCENARIOS[name], itf) for itf in interfaces
@@ -94,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     skipped = [f"{name} on {itf}: not applicable ({SCENARIOS[name].interfaces} only)" for itf in interfaces
                for name in faults if itf not in SCENARIOS[name].interfaces]
     header = {"policy": f"{policy} ({origin}, motion '{contract.motion_id}')", "robot": robot.name,
-              "physics": f"{args.physics_hz:.0f} Hz", "ros_domain": ros_domain, "sdk_domain": sdk_domain,
+              "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety_config[1], "ros_domain": ros_domain, "sdk_domain": sdk_domain,
               "not_run": skipped or "none"}
     init_ros()
     results = []

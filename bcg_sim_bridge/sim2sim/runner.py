@@ -43,6 +43,7 @@ class RunOptions:
     push_force: float = 500.0
     physics_dt: float = 0.002
     startup_timeout_s: float = 90.0
+    safety_config: str = ""  # '' = the node's default
 
 
 def _pause(seconds: float) -> None:
@@ -117,6 +118,8 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     specs = sim2sim_nodes(
         interface, str(policy), opts.robot_config, opts.bridge_config, opts.sdk_domain,
         bridge_extra={"log_path": str(log_path), "physics_dt": opts.physics_dt, "realtime_factor": 1.0},
+        policy_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
+        sentinel_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
     )
     group = ProcessGroup(scen_dir / "logs", {"ROS_DOMAIN_ID": str(opts.ros_domain),
                                              "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"})
