@@ -48,6 +48,9 @@ def markdown(results: list[dict], header: dict) -> str:
             lines.append(f"- error: {r['error']}")
         if r.get("unexpected_trips"):
             lines.append(f"- unexpected trips: {r['unexpected_trips']}")
+        for a in r.get("spoiled_attempts", []):
+            lines.append(f"- discarded attempt (a watchdog tripped before the injection): {a.get('observed')} "
+                         f"[{a.get('log_dir')}]")
         lines.append("- timeline: " + "; ".join(f"{e['t']:.2f}s {e['source']}: {e['text']}" for e in r.get("timeline", [])))
         lines.append("")
     return "\n".join(lines)
