@@ -105,6 +105,10 @@ class Sim2SimDriver(Node):
         with self._lock:
             return self._changed.wait_for(lambda: self.node_state == state, timeout_s)
 
+    def wait_for_sentinel(self, state: str, timeout_s: float) -> bool:
+        with self._lock:
+            return self._changed.wait_for(lambda: self.sentinel_state == state, timeout_s)
+
     def events(self) -> list[TimelineEvent]:
         with self._lock:
             return list(self.timeline)

@@ -95,8 +95,7 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
     elif name == "push":
         marks["fault"] = driver.push((opts.push_force, 0.0, 0.0), 0.2)
     if name == "kill":
-        with driver._lock:
-            driver._changed.wait_for(lambda: driver.sentinel_state == "TAKEN_OVER", 3.0)
+        driver.wait_for_sentinel("TAKEN_OVER", 3.0)
     elif name != "none":
         driver.wait_for_state("DAMP", 3.0)
     marks["observed"] = time.monotonic()
@@ -134,10 +133,9 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     except DriverError as err:
         error = str(err)
     finally:
-        events = driver.events()
-        timing = list(driver.timing)
-        final_node_state, final_sentinel = driver.node_state, driver.sentinel_state
         driver.close()
+        events, timing = driver.events(), list(driver.timing)
+        final_node_state, final_sentinel = driver.node_state, driver.sentinel_state
         exit_codes = group.stop_all()
     cutoff = marks.get("stop" if scenario.name == "none" else "fault", np.inf)
     early_trips = [e.text for e in events if e.source == "node_fault" and e.t < cutoff - 1e-3]
