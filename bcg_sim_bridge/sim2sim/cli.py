@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--safety-config", default="", help="the node's safety config (default: config/safety.yaml)")
     p.add_argument("--stale-periods", type=float, default=0.0,
                    help="override the safety config's stale_periods for this run (0: keep it); the report says so")
+    p.add_argument("--nice", type=int, default=0,
+                   help="niceness of bridge, node and sentinel; < 0 puts them ahead of batch jobs on a shared machine "
+                        "(needs CAP_SYS_NICE, as real-time priority does on a robot PC)")
     p.add_argument("--attempts", type=int, default=1,
                    help="re-run a scenario spoiled by a watchdog trip BEFORE its injection (e.g. stale state on an "
                         "overloaded machine) up to this many times in all; spoiled attempts stay in the report")
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = RunOptions(robot=robot, robot_config=args.robot_config, policy=policy, policy_origin=origin, out_dir=out,
                       ros_domain=ros_domain, sdk_domain=sdk_domain, bridge_config=args.bridge_config, run_s=run_s,
                       dropout_ms=args.dropout_ms, push_force=args.push_force, physics_dt=1.0 / args.physics_hz,
-                      safety_config=safety_config[0])
+                      safety_config=safety_config[0], nice=args.nice)
     interfaces = INTERFACES if args.interface == "both" else (args.interface,)
     faults = FAULTS if "all" in args.fault else tuple(dict.fromkeys(args.fault))
     plan = [(SCENARIOS[name], itf) for itf in interfaces
@@ -113,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     skipped = [f"{name} on {itf}: not applicable ({SCENARIOS[name].interfaces} only)" for itf in interfaces
                for name in faults if itf not in SCENARIOS[name].interfaces]
     header = {"policy": f"{policy} ({origin}, motion '{contract.motion_id}')", "robot": robot.name,
-              "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety_config[1], "ros_domain": ros_domain, "sdk_domain": sdk_domain,
+              "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety_config[1], "nice": args.nice, "ros_domain": ros_domain, "sdk_domain": sdk_domain,
               "not_run": skipped or "none"}
     init_ros()
     results = []

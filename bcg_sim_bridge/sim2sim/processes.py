@@ -18,6 +18,7 @@ class RunningNode:
     spec: NodeSpec
     process: subprocess.Popen
     log_path: Path
+    started_at: float = 0.0  # time.monotonic()
     killed_at: float | None = None  # time.monotonic() of a deliberate SIGKILL (fault injection)
 
     def alive(self) -> bool:
@@ -33,9 +34,10 @@ class RunningNode:
 class ProcessGroup:
     """The run's processes; stopped in reverse start order (SIGINT, then SIGKILL after a grace period)."""
 
-    def __init__(self, log_dir: Path, env: dict[str, str]):
+    def __init__(self, log_dir: Path, env: dict[str, str], nice: int = 0):
         self.log_dir = log_dir
         self.env = env
+        self.nice = nice  # < 0 needs CAP_SYS_NICE: control processes ahead of batch jobs, as on a robot PC
         self.nodes: dict[str, RunningNode] = {}
 
     def child_env(self) -> dict[str, str]:
@@ -50,11 +52,23 @@ class ProcessGroup:
         env = {**self.child_env(), **spec.env_dict()}
         log = open(log_path, "w")
         proc = subprocess.Popen(spec.command(sys.executable), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=(lambda: os.nice(self.nice)) if self.nice else None)
         log.close()
-        node = RunningNode(spec, proc, log_path)
+        node = RunningNode(spec, proc, log_path, started_at=time.monotonic())
         self.nodes[spec.role] = node
         return node
+
+    def cpu_share(self) -> dict[str, float]:
+        """Per live process: CPU time / wall time since start (1.0 = one full core)."""
+        shares = {}
+        for role, node in self.nodes.items():
+            try:
+                fields = Path(f"/proc/{node.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            shares[role] = round(cpu_s / max(time.monotonic() - node.started_at, 1e-3), 3)
+        return shares
 
     def kill(self, role: str) -> float:
         node = self.nodes[role]

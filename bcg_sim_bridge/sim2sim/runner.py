@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -44,6 +45,7 @@ class RunOptions:
     physics_dt: float = 0.002
     startup_timeout_s: float = 90.0
     safety_config: str = ""  # '' = the node's default
+    nice: int = 0  # niceness of bridge, node and sentinel (< 0 needs CAP_SYS_NICE)
 
 
 def _pause(seconds: float) -> None:
@@ -121,7 +123,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
         sentinel_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
     )
     group = ProcessGroup(scen_dir / "logs", {"ROS_DOMAIN_ID": str(opts.ros_domain),
-                                             "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"})
+                                             "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}, nice=opts.nice)
     marks: dict[str, float] = {"start": time.monotonic()}
     error = ""
     extra: dict = {}
@@ -133,6 +135,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     except DriverError as err:
         error = str(err)
     finally:
+        cpu_share = group.cpu_share()
         driver.close()
         events, timing = driver.events(), list(driver.timing)
         final_node_state, final_sentinel = driver.node_state, driver.sentinel_state
@@ -142,7 +145,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     result = {
         "scenario": scenario.name, "interface": interface, "attempt": attempt,
         "spoiled_before_injection": bool(early_trips), "early_trips": early_trips, "injects": scenario.injects, "expected": scenario.expected,
-        "error": error, "exit_codes": exit_codes, "final_node_state": final_node_state,
+        "error": error, "exit_codes": exit_codes, "cpu_share": cpu_share, "load_average": os.getloadavg()[0], "final_node_state": final_node_state,
         "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
     }

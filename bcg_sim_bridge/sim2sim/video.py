@@ -42,17 +42,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("log")
     parser.add_argument("out")
     parser.add_argument("--robot-config", required=True)
-    parser.add_argument("--fps", type=float, default=20.0)
+    parser.add_argument("--fps", type=float, default=15.0)
     args = parser.parse_args(argv)
     robot = load_robot_config(args.robot_config)
     model = build_model(robot, "bridge")
     model.vis.headlight.ambient[:] = 0.45
     model.vis.headlight.diffuse[:] = 0.65
+    model.mat_reflectance[:] = 0.0  # no floor reflection: halves the software-GL cost
     data = mujoco.MjData(model)
     log = np.load(args.log)
     qi = joint_qpos_indices(model, robot)
     times = log["sim_time"]
-    renderer = mujoco.Renderer(model, 240, 320)
+    renderer = mujoco.Renderer(model, 216, 288)
     camera = mujoco.MjvCamera()
     camera.distance, camera.elevation, camera.azimuth = 2.8, -15.0, 135.0
     frames = []
