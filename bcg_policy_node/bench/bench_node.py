@@ -22,11 +22,25 @@ import time
 from pathlib import Path
 
 import numpy as np
+import rclpy
+from rich.console import Console
+from rich.table import Table
+from std_msgs.msg import Bool
+from tqdm import tqdm
+
+from bcg_robot.config import load_robot_config
+
+from bcg_policy_node import operator_api as api
+from bcg_policy_node.bench.cpu_usage import CpuMeter
+from bcg_policy_node.bench.harness import (NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet, enter_run,
+                                           wait_first_hold)
+from bcg_policy_node.bench.sample_policies import write_policy
+from bcg_policy_node.config.safety_config import load_safety_config
 
 TARGETS_MS = {"jitter_p99": 1.0, "latency_p99": 2.0, "watchdog_reaction": 20.0, "sentinel_takeover": 120.0}
 ROS2_WATCHDOGS = ("freeze", "stall_tick", "nan", "overspeed", "tilt", "estop", "stop", "deadman")
-SDK_WATCHDOGS = ROS2_WATCHDOGS + ("motor_fault", "hot", "remote_estop")
-DEADMAN_TIMEOUT_S = 0.25
+SDK_WATCHDOGS = ROS2_WATCHDOGS + ("motor_fault", "hot", "remote_estop", "corrupt_crc")
+DEADMAN_TIMEOUT_S = 0.5
 
 
 def percentiles(values, nominal: float = 0.0) -> dict[str, float]:
@@ -49,13 +63,6 @@ def parse_args(argv):
 
 
 def steady_phase(obs, procs, duration: float, dt: float) -> dict:
-    from tqdm import tqdm
-
-    from bcg_policy_node.bench.cpu_usage import CpuMeter
-
-    from bcg_policy_node import operator_api as api
-    from bcg_policy_node.bench.harness import back_to_hold
-
     meter = CpuMeter({name: p.pid for name, p in procs.procs.items()})
     n_timing, t0 = len(obs.timing), time.monotonic()
     interruptions = []  # trips during the timed run (a loaded machine can starve the robot process)
@@ -67,9 +74,7 @@ def steady_phase(obs, procs, duration: float, dt: float) -> dict:
                 fault = obs.faults[-1][1] if obs.faults else obs.state()
                 interruptions.append({"at_s": time.monotonic() - t0, "fault": fault})
                 bar.write(f"node left RUN at {time.monotonic() - t0:.1f} s: {fault}; resetting")
-                back_to_hold(obs, timeout=60)
-                obs.call(api.RUN_SERVICE)
-                obs.wait_state("RUN", 10)
+                enter_run(obs)
     cpu = meter.percent()
     timing = np.array(obs.timing[n_timing:], dtype=float)
     received = [t for t, c in obs.received_since(t0)]
@@ -88,7 +93,7 @@ def steady_phase(obs, procs, duration: float, dt: float) -> dict:
 
 EXPECTED = {"freeze": "stale_state", "stall_tick": "tick_stalled", "nan": "nonfinite_state", "overspeed": "joint_velocity",
             "tilt": "tilt", "estop": "estop", "stop": "operator_stop", "deadman": "deadman", "motor_fault": "motor_fault",
-            "hot": "motor_temperature", "remote_estop": "remote_estop"}
+            "hot": "motor_temperature", "remote_estop": "remote_estop", "corrupt_crc": "stale_state"}
 
 
 def trip_watchdog(obs, trigger: str, stale_window: float, tries: int = 4) -> dict:
@@ -109,15 +114,7 @@ def trip_watchdog(obs, trigger: str, stale_window: float, tries: int = 4) -> dic
 
 
 def trip(obs, trigger: str, stale_window: float) -> dict:
-    from std_msgs.msg import Bool
-
-    from bcg_policy_node import operator_api as api
-    from bcg_policy_node.bench.harness import back_to_hold
-
-    back_to_hold(obs, timeout=60)
-    if not obs.call(api.RUN_SERVICE).success:
-        raise RuntimeError("run refused")
-    obs.wait_state("RUN", 10)
+    enter_run(obs)
     time.sleep(0.5)
     n_faults = len(obs.faults)
     t0 = time.monotonic()
@@ -139,9 +136,11 @@ def trip(obs, trigger: str, stale_window: float) -> dict:
         elif trigger == "deadman":
             onset = t0 + DEADMAN_TIMEOUT_S
         else:
-            status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("injected_at", 0) > 0 else None, 5,
-                                  "injection time")
-            onset = status["injected_at"] + (stale_window if trigger in ("freeze", "stall_tick") else 0.0)
+            status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("injection") == trigger
+                                  and obs.robot_status.get("injected_at", 0) >= t0 else None, 5, "injection time")
+            # a stale-family fault holds once the last good state is older than the window
+            stale = trigger in ("freeze", "stall_tick", "corrupt_crc")
+            onset = status["last_good_at"] + stale_window if stale else status["injected_at"]
     finally:
         obs.deadman_enabled.set()
         obs.estop_pub.publish(Bool(data=False))
@@ -151,12 +150,7 @@ def trip(obs, trigger: str, stale_window: float) -> dict:
 
 
 def sentinel_takeover(obs, procs) -> dict:
-    from bcg_policy_node import operator_api as api
-    from bcg_policy_node.bench.harness import back_to_hold
-
-    back_to_hold(obs, timeout=60)
-    obs.call(api.RUN_SERVICE)
-    obs.wait_state("RUN", 10)
+    enter_run(obs)
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(1.0)
     t_kill = time.monotonic()
@@ -167,9 +161,6 @@ def sentinel_takeover(obs, procs) -> dict:
 
 
 def print_table(result: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     def verdict(value, target):
         return "[green]ok[/]" if value <= target else "[red]over[/]"
 
@@ -225,14 +216,6 @@ def plot(result: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    import rclpy
-
-    from bcg_robot.config import load_robot_config
-    from bcg_policy_node import operator_api as api
-    from bcg_policy_node.bench.harness import NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet
-    from bcg_policy_node.bench.sample_policies import write_policy
-    from bcg_policy_node.config.safety_config import load_safety_config
-
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     robot = load_robot_config()
@@ -250,10 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                                           "deadman_timeout_s": DEADMAN_TIMEOUT_S, **sdk})
         procs.start("sentinel", SENTINEL_MODULE, sdk)
         print("waiting for the node to ramp to the default pose ...", flush=True)
-        obs.wait_state("HOLD", 90)
-        if not obs.call(api.RUN_SERVICE).success:
-            raise RuntimeError("run refused")
-        obs.wait_state("RUN", 10)
+        wait_first_hold(obs, procs)
+        enter_run(obs)
         steady = steady_phase(obs, procs, args.duration, robot.control_dt)
         watchdogs = []
         names = SDK_WATCHDOGS if args.interface == "unitree_sdk" else ROS2_WATCHDOGS

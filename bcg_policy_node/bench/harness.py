@@ -219,3 +219,35 @@ def back_to_hold(obs: Observer, timeout: float = 30.0) -> None:
             obs.inject("reset_sim")  # a damped simulated robot may have sagged or fallen
             obs.call(api.RESET_SERVICE)  # refused while the fault is still present; retried
         time.sleep(0.1)
+
+
+# Faults a starved process can cause on a loaded machine (the node, robot or driver
+# descheduled for longer than a watchdog window); scenarios spoiled by them are retried.
+LOAD_FAULTS = ("stale_state", "tick_stalled", "deadman")
+
+
+def enter_run(obs: Observer, tries: int = 5) -> float:
+    """HOLD, then the operator's run; retried when a load fault spoils it. Returns t(RUN)."""
+    last = ""
+    for _ in range(tries):
+        back_to_hold(obs)
+        response = obs.call(api.RUN_SERVICE)
+        if response.success:
+            try:
+                return obs.wait_state("RUN", 10)
+            except TimeoutError as err:
+                last = str(err)
+        else:
+            last = response.message
+    raise RuntimeError(f"could not enter RUN in {tries} tries: {last}; faults {obs.faults[-3:]}")
+
+
+def wait_first_hold(obs: Observer, procs: ProcessSet, timeout: float = 90.0) -> None:
+    """After start-up: the node's first state (discovery is slow under load), then HOLD
+    (a load fault during the first ramp is reset); the node's log is in the error."""
+    try:
+        obs.wait_for(lambda: obs.states, timeout, "the node's first state report")
+        back_to_hold(obs, timeout)
+    except TimeoutError as err:
+        log = procs.log("node")[-1500:] if "node" in procs.procs else ""
+        raise TimeoutError(f"{err}\n--- node log ---\n{log}") from None

@@ -20,7 +20,6 @@ motors got:
 from __future__ import annotations
 
 import json
-import signal
 import threading
 import time
 
@@ -40,6 +39,7 @@ from bcg_robot.wire import (COMMAND_TOPIC, STATE_IMU_TOPIC, STATE_JOINTS_TOPIC, 
                             UNITREE_COMMAND_TOPIC, UNITREE_MODE_MACHINE_29DOF, UNITREE_STATE_TOPIC, LowCommand,
                             command_from_flat)
 
+from bcg_policy_node.node.spin import install_stop_signals, spin_until_stopped
 from bcg_policy_node.operator_api import REMOTE_ESTOP_BUTTONS, REMOTE_RUN_BUTTONS
 
 RECEIVED_TOPIC = "loopback_robot/received"
@@ -49,9 +49,9 @@ INJECT_TOPIC = "loopback_robot/inject"
 INJECTIONS = {
     "freeze": "stale_state", "stall_tick": "tick_stalled", "nan": "nonfinite_state", "overspeed": "joint_velocity",
     "tilt": "tilt", "motor_fault": "motor_fault", "hot": "motor_temperature", "remote_estop": "remote_estop",
-    "remote_start": None,
+    "corrupt_crc": "stale_state", "remote_start": None,
 }
-SDK_ONLY = ("motor_fault", "hot", "remote_estop", "remote_start")
+SDK_ONLY = ("motor_fault", "hot", "remote_estop", "remote_start", "corrupt_crc")
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -123,6 +123,7 @@ class LoopbackRobot(Node):
         self.injected_at = 0.0
         self.counts = {"received": 0, "bad_crc": 0, "bad_mode_machine": 0, "bad_motor_mode": 0}
         self.last_state_at = 0.0
+        self.last_good_at = 0.0
         self.received_pub = self.create_publisher(Float64MultiArray, RECEIVED_TOPIC, 100)
         self.status_pub = self.create_publisher(String, STATUS_TOPIC, 10)
         self.create_subscription(String, INJECT_TOPIC, self._on_inject, 10)
@@ -187,7 +188,7 @@ class LoopbackRobot(Node):
             if what == "reset_sim":
                 self.sim.reset()
             elif what == "clear":
-                self.injection = ""
+                self.injection, self.injected_at = "", 0.0
             elif what in INJECTIONS:
                 if what in SDK_ONLY and self.kind != "unitree_sdk":
                     self.get_logger().error(f"injection '{what}' needs the unitree_sdk interface")
@@ -208,6 +209,7 @@ class LoopbackRobot(Node):
             inj = self.injection
             if inj and self.injected_at == 0.0:
                 self.injected_at = time.monotonic()
+                self.last_good_at = self.last_state_at  # the last state published before the injection
             if inj == "freeze":
                 return
             if inj != "stall_tick":
@@ -249,27 +251,25 @@ class LoopbackRobot(Node):
             m.temperature = [120, 120] if inj == "hot" and i == 9 else [40, 40]
         buttons = {"remote_estop": REMOTE_ESTOP_BUTTONS, "remote_start": REMOTE_RUN_BUTTONS}.get(inj, ())
         s.wireless_remote = encode_remote(RemoteState(frozenset(buttons)))
-        s.crc = self.crc.Crc(s)
+        s.crc = self.crc.Crc(s) ^ (1 if inj == "corrupt_crc" else 0)
         self.state_writer.Write(s)
 
     def _publish_status(self) -> None:
         with self.lock:
-            status = dict(self.counts, injection=self.injection, injected_at=self.injected_at, tick=self.tick,
+            status = dict(self.counts, injection=self.injection, injected_at=self.injected_at,
+                          last_good_at=self.last_good_at, tick=self.tick,
                           in_gantry=self.sim.in_gantry, last_state_at=self.last_state_at)
         self.status_pub.publish(String(data=json.dumps(status)))
 
 
 def main(args=None) -> int:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = install_stop_signals()
     node = LoopbackRobot()
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.05)
+        spin_until_stopped(executor, stop)
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -21,6 +21,7 @@ class InterfaceParams:
     mode_pr: int = 0  # unitree_sdk LowCmd mode_pr: 0 pitch/roll ankles, 1 A/B
     release_sport_mode: bool = True  # unitree_sdk: MotionSwitcherClient release first (false on the sim bridge)
     motion_switcher_timeout_s: float = 5.0
+    check_state_crc: bool = True  # unitree_sdk: drop LowState samples whose CRC is wrong
 
     @classmethod
     def declare(cls, node: Node, prefix: str = "") -> "InterfaceParams":
@@ -58,4 +59,4 @@ def open_interface(node: Node, params: InterfaceParams, robot: RobotConfig, grou
     return UnitreeSdkRobotInterface(
         robot.num_joints, params.domain_id, params.network_interface, params.mode_pr,
         release_sport=params.release_sport_mode and take_control, release_timeout_s=params.motion_switcher_timeout_s,
-        log=log, subscribe_state=True)
+        log=log, subscribe_state=True, check_state_crc=params.check_state_crc)

@@ -5,6 +5,11 @@ LowState, motor mode 1 (enable) on the robot's joints and the SDK's CRC; no comm
 sent before a LowState has given ``mode_machine``. Remote buttons are decoded with
 :mod:`bcg_robot.remote`. Facts: ``shared/reference/g1.md``.
 
+LowState arrives at 500 Hz but is used at 50 Hz: the DDS thread only keeps the newest
+sample; :meth:`latest_state` decodes it and (``check_state_crc``) verifies its CRC when a
+control tick asks. A sample with a wrong CRC is dropped and counted; the previous good
+state is returned, so a corrupted stream goes stale and trips DAMP.
+
 Sport mode: on a real G1 the high-level sport service must let go before low-level
 commands take effect. :func:`release_sport_mode` asks ``MotionSwitcherClient`` until no
 mode is active, and gives up after a timeout with a one-line error. The sim bridge has
@@ -118,7 +123,7 @@ class UnitreeSdkRobotInterface:
 
     def __init__(self, num_joints: int, domain_id: int, network_interface: str, mode_pr: int = 0,
                  release_sport: bool = True, release_timeout_s: float = 5.0, log: Callable[[str], None] = print,
-                 subscribe_state: bool = True):
+                 subscribe_state: bool = True, check_state_crc: bool = True):
         from unitree_sdk2py.core.channel import ChannelPublisher, ChannelSubscriber
         from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowCmd_
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
@@ -132,6 +137,10 @@ class UnitreeSdkRobotInterface:
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._state: RobotState | None = None
+        self._raw = None  # newest LowState sample, not yet decoded
+        self._raw_at = 0.0
+        self._check_crc = check_state_crc
+        self.bad_state_crc = 0
         self._crc = CRC()
         self._cmd = unitree_hg_msg_dds__LowCmd_()
         self._log = log
@@ -146,13 +155,25 @@ class UnitreeSdkRobotInterface:
         self._lowcmd_type = LowCmd_
 
     def _on_lowstate(self, msg) -> None:
-        state = state_from_lowstate(msg, self._n, time.monotonic())
+        at = time.monotonic()
         with self._lock:
-            self._state = state
+            self._raw, self._raw_at = msg, at
 
     def latest_state(self) -> RobotState | None:
         with self._lock:
-            return self._state
+            raw, at, state = self._raw, self._raw_at, self._state
+            self._raw = None
+        if raw is None:
+            return state
+        if self._check_crc and raw.crc != self._crc.Crc(raw):
+            self.bad_state_crc += 1
+            if self.bad_state_crc in (1, 10, 100) or self.bad_state_crc % 1000 == 0:
+                self._log(f"LowState with a wrong CRC dropped ({self.bad_state_crc} so far)")
+            return state
+        state = state_from_lowstate(raw, self._n, at)
+        with self._lock:
+            self._state = state
+        return state
 
     def send(self, command: LowCommand) -> None:
         state = self.latest_state()

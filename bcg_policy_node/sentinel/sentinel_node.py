@@ -12,13 +12,13 @@ unitree_sdk it reads ``rt/lowstate`` for ``mode_machine`` and sends nothing befo
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.exceptions import ParameterException
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String, UInt64
@@ -30,6 +30,7 @@ from bcg_robot.wire import LowCommand
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
+from bcg_policy_node.node.spin import install_stop_signals, spin_until_stopped
 from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch
 
 
@@ -90,20 +91,17 @@ class SentinelNode(Node):
 
 def main(args=None) -> int:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = install_stop_signals()
     try:
         node = SentinelNode()
-    except BCGInputError as err:
+    except (BCGInputError, ParameterException) as err:
         print(f"sentinel: error: {err}", flush=True)
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=2)
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.05)
+        spin_until_stopped(executor, stop)
     finally:
         executor.shutdown()
         node.interface.close()

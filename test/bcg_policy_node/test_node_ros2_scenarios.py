@@ -1,8 +1,10 @@
 """The policy node as a real process against a loopback robot over real ROS 2 DDS.
 
-Watchdog scenarios use a safety config whose stale limit is 10 periods instead of 3, so
-that a loaded test machine (processes descheduled for ~100 ms) cannot trip it by
-accident; the exact 3-period limit is covered by the pure tests and the benchmark.
+Watchdog scenarios use a safety config whose stale limit is 10 periods instead of 3 and
+a 1 s deadman, so a loaded test machine (processes descheduled for 100 ms and more)
+rarely trips them by accident; a scenario that such a load fault spoils before its own
+fault shows is repeated (a few times at most). The exact 3-period limit is covered by the
+pure tests and measured by the benchmark.
 """
 
 import signal
@@ -13,17 +15,22 @@ import time
 import numpy as np
 import pytest
 import rclpy
+from lifecycle_msgs.msg import State as LifecycleState
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
 from std_msgs.msg import Bool
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.harness import NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet, back_to_hold, ros_args
+from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet,
+                                           back_to_hold, enter_run, ros_args, wait_first_hold)
 from bcg_policy_node.bench.sample_policies import truncate, write_policy
 
 pytestmark = pytest.mark.slow
-DEADMAN_S = 0.5
+DEADMAN_S = 1.0
+TRIES = 4
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +52,7 @@ def rig(robot, tmp_path_factory):
     procs.start("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
                                       "deadman_timeout_s": DEADMAN_S})
     try:
-        obs.wait_state("HOLD", 60)
+        wait_first_hold(obs, procs)
         yield obs, procs, tmp, safety, policy
     finally:
         procs.stop_all()
@@ -59,15 +66,16 @@ def position_commands(commands):
 
 def test_run_is_entered_only_by_the_operator(rig, robot):
     obs, *_ = rig
-    back_to_hold(obs)
-    t0 = time.monotonic()
-    time.sleep(1.0)
+    for _ in range(TRIES):  # a 1 s window in HOLD that no load fault interrupted
+        back_to_hold(obs)
+        t0 = time.monotonic()
+        time.sleep(1.0)
+        if obs.state() == "HOLD" and not any(t > t0 for t, _ in obs.faults):
+            break
     held = position_commands(obs.received_since(t0))
-    assert obs.state() == "HOLD" and len(held) > 20
+    assert obs.state() == "HOLD" and len(held) > 20, obs.faults[-3:]
     assert all(np.allclose(c.q, robot.default_q) for c in held)  # the policy never reached the motors
-    response = obs.call(api.RUN_SERVICE)
-    assert response.success, response.message
-    t_run = obs.wait_state("RUN", 10)
+    t_run = enter_run(obs)
     time.sleep(0.3)
     ran = position_commands(obs.received_since(t_run + 0.05))
     assert ran and all(not np.allclose(c.q, robot.default_q, atol=1e-3) for c in ran)
@@ -82,9 +90,19 @@ def test_run_is_entered_only_by_the_operator(rig, robot):
 ])
 def test_each_watchdog_trips_and_the_motors_get_damping(rig, trigger, kind):
     obs, *_ = rig
-    back_to_hold(obs)
-    assert obs.call(api.RUN_SERVICE).success
-    obs.wait_state("RUN", 10)
+    for _ in range(TRIES):
+        t_damp, command, fault = trip_once(obs, trigger)
+        if fault.startswith(kind + ":") or fault.split(":")[0] not in LOAD_FAULTS:
+            break
+    assert fault.startswith(kind + ":"), (fault, obs.faults[-5:])
+    assert np.all(command.kd > 0) and np.all(command.kp == 0)
+    assert all(c.is_damping() for _, c in obs.received_since(t_damp))  # latched
+    assert obs.state() == "DAMP"
+
+
+def trip_once(obs, trigger):
+    """RUN, trigger the fault, wait for damping at the motors: (t_damp, command, fault reason)."""
+    enter_run(obs)
     n_faults = len(obs.faults)
     t0 = time.monotonic()
     if trigger == "estop":
@@ -98,14 +116,12 @@ def test_each_watchdog_trips_and_the_motors_get_damping(rig, trigger, kind):
     try:
         t_damp, command = obs.wait_received(lambda c: c.is_damping(), t0, 10, f"damping after {trigger}")
         obs.wait_for(lambda: len(obs.faults) > n_faults, 5, "the fault report")
-        assert obs.faults[-1][1].startswith(kind + ":"), obs.faults[-1]
-        assert np.all(command.kd > 0) and np.all(command.kp == 0)
+        fault = obs.faults[n_faults][1]
         time.sleep(0.3)
-        assert all(c.is_damping() for _, c in obs.received_since(t_damp))  # latched
-        assert obs.state() == "DAMP"
-        if trigger in ("estop", "tilt"):
+        if trigger in ("estop", "tilt") and fault.startswith(trigger):
             refused = obs.call(api.RESET_SERVICE)
             assert not refused.success and "fault still present" in refused.message
+        return t_damp, command, fault
     finally:
         obs.deadman_enabled.set()
         obs.estop_pub.publish(Bool(data=False))
@@ -122,6 +138,31 @@ def test_observability_topics(rig, robot):
     assert 15.0 < period < 25.0 and 0 <= age < 100 and 0 < compute < 20
     values = {kv.key: kv.value for kv in obs.diagnostics[-1].status[0].values}
     assert values["state"] == "HOLD" and "jitter_p99_ms" in values
+
+
+def test_a_policy_that_outputs_nan_is_damped_at_its_first_tick(rig, robot):
+    obs, procs, tmp, safety, policy = rig
+    procs.stop("node")  # the tests below start their own nodes
+    t_start = time.monotonic()
+    nan_policy = write_policy(tmp / "nan.onnx", robot, "nan")
+    procs.start("nan_node", NODE_MODULE, {"policy_path": str(nan_policy), "safety_config": str(safety), "autostart": True})
+    try:
+        obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
+        for _ in range(TRIES):
+            back_to_hold(obs)
+            n_faults = len(obs.faults)
+            t0 = time.monotonic()
+            assert obs.call(api.RUN_SERVICE).success
+            t_damp, command = obs.wait_received(lambda c: c.is_damping(), t0, 10, "damping")
+            obs.wait_for(lambda: len(obs.faults) > n_faults, 5, "the fault report")
+            fault = obs.faults[n_faults][1]
+            if fault.split(":")[0] not in LOAD_FAULTS:
+                break
+        assert fault.startswith("nonfinite_action:"), obs.faults[-3:]
+        ran = [c for _, c in obs.received_since(t0) if np.any(c.kp > 0) and not np.allclose(c.q, robot.default_q)]
+        assert ran == []  # no target of the NaN policy ever reached the motors
+    finally:
+        procs.stop("nan_node")
 
 
 def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
@@ -146,8 +187,41 @@ def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
         assert run.returncode == 2, (name, run.stdout[-2000:], run.stderr[-2000:])
         errors = [line for line in run.stdout.splitlines() if line.startswith("policy_node: error:")]
         assert len(errors) == 1 and str(path) in errors[0] and message in errors[0], (name, run.stdout)
+    # without autostart the lifecycle node refuses configure and stays unconfigured
+    procs.start("manual", NODE_MODULE, {"policy_path": str(cases["names"][0])})
+    try:
+        change = obs.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
+        get = obs.create_client(GetState, f"{api.NODE_NAME}/get_state")
+        assert change.wait_for_service(timeout_sec=60) and get.wait_for_service(timeout_sec=30)
+        result = call_and_wait(change, ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
+        assert not result.success
+        assert call_and_wait(get, GetState.Request()).current_state.id == LifecycleState.PRIMARY_STATE_UNCONFIGURED
+        assert "joint order mismatch" in procs.log("manual")
+    finally:
+        procs.stop("manual")
     time.sleep(0.3)
     assert obs.received_since(t0) == []
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"kind": "can"}, "parameter 'kind': 'can' is not one of"),
+    ({"domain_id": "abc"}, "'domain_id'"),
+    ({}, "parameter 'policy_path' is required"),
+])
+def test_bad_parameters_are_one_line_errors(params, message):
+    policy = {"policy_path": "/nonexistent.onnx"} if params else {}
+    run = subprocess.run([sys.executable, "-m", NODE_MODULE, *ros_args({**policy, **params})], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 2 and message in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def call_and_wait(client, request, timeout=30.0):
+    future = client.call_async(request)
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        assert time.monotonic() < deadline, f"no answer from {client.srv_name}"
+        time.sleep(0.02)
+    return future.result()
 
 
 def test_killing_the_node_makes_the_sentinel_damp(rig, robot):
@@ -156,9 +230,8 @@ def test_killing_the_node_makes_the_sentinel_damp(rig, robot):
     t_start = time.monotonic()
     procs.start("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
     procs.start("sentinel", SENTINEL_MODULE, {})
-    obs.wait_for(lambda: obs.states[-1][0] > t_start and obs.states[-1][1] == "HOLD", 60, "the new node in HOLD")
-    assert obs.call(api.RUN_SERVICE).success
-    obs.wait_state("RUN", 10)
+    obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
+    enter_run(obs)
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(0.5)
     t_kill = time.monotonic()

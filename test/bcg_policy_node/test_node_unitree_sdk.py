@@ -18,7 +18,8 @@ import rclpy
 from bcg_robot.config import load_robot_config
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.harness import NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet, back_to_hold, ros_args
+from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet,
+                                           back_to_hold, enter_run, ros_args, wait_first_hold)
 from bcg_policy_node.bench.sample_policies import write_policy
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,7 @@ def sdk_node(rig):
     obs, procs, tmp, safety, policy = rig
     procs.start("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
                                       **sdk_params(release_sport_mode=False)})
-    obs.wait_state("HOLD", 60)
+    wait_first_hold(obs, procs)
     return rig
 
 
@@ -88,40 +89,47 @@ def test_every_lowcmd_has_crc_copied_mode_machine_and_motor_mode(sdk_node, robot
 def test_remote_start_enters_run(sdk_node):
     obs, *_ = sdk_node
     back_to_hold(obs)
-    obs.inject("remote_start")
-    try:
-        obs.wait_state("RUN", 10)
-    finally:
-        obs.inject("clear")
+    for _ in range(4):
+        back_to_hold(obs)
+        obs.inject("remote_start")
+        try:
+            obs.wait_state("RUN", 10)
+            break
+        except TimeoutError:  # a load fault took the node out of HOLD first
+            assert obs.faults and obs.faults[-1][1].split(":")[0] in LOAD_FAULTS, obs.faults[-3:]
+        finally:
+            obs.inject("clear")
+    assert obs.state() == "RUN"
 
 
 @pytest.mark.parametrize("trigger,kind", [
     ("motor_fault", "motor_fault"), ("hot", "motor_temperature"), ("remote_estop", "remote_estop"), ("freeze", "stale_state"),
+    ("corrupt_crc", "stale_state"),  # LowStates with a wrong CRC are dropped, the state goes stale
 ])
 def test_sdk_watchdogs_damp_the_motors(sdk_node, trigger, kind):
     obs, *_ = sdk_node
-    back_to_hold(obs)
-    assert obs.call(api.RUN_SERVICE).success
-    obs.wait_state("RUN", 10)
-    n_faults = len(obs.faults)
-    t0 = time.monotonic()
-    obs.inject(trigger)
-    try:
-        t_damp, command = obs.wait_received(lambda c: c.is_damping(), t0, 10, f"damping after {trigger}")
-        obs.wait_for(lambda: len(obs.faults) > n_faults, 5, "the fault report")
-        assert obs.faults[-1][1].startswith(kind + ":"), obs.faults[-1]
-        time.sleep(0.3)
-        assert all(c.is_damping() for _, c in obs.received_since(t_damp))
-    finally:
-        obs.inject("clear")
+    for _ in range(4):  # repeated only when a load fault (a starved process) came first
+        enter_run(obs)
+        n_faults = len(obs.faults)
+        t0 = time.monotonic()
+        obs.inject(trigger)
+        try:
+            t_damp, command = obs.wait_received(lambda c: c.is_damping(), t0, 10, f"damping after {trigger}")
+            obs.wait_for(lambda: len(obs.faults) > n_faults, 5, "the fault report")
+            fault = obs.faults[n_faults][1]
+            time.sleep(0.3)
+        finally:
+            obs.inject("clear")
+        if fault.startswith(kind + ":") or fault.split(":")[0] not in LOAD_FAULTS:
+            break
+    assert fault.startswith(kind + ":"), (fault, obs.faults[-5:])
+    assert all(c.is_damping() for _, c in obs.received_since(t_damp))
 
 
 def test_sentinel_damps_over_the_sdk_when_the_node_dies(sdk_node, robot):
     obs, procs, tmp, safety, policy = sdk_node
     procs.start("sentinel", SENTINEL_MODULE, sdk_params())
-    back_to_hold(obs)
-    assert obs.call(api.RUN_SERVICE).success
-    obs.wait_state("RUN", 10)
+    enter_run(obs)
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(0.5)
     t_kill = time.monotonic()

@@ -1,0 +1,40 @@
+"""Spin an executor until SIGINT/SIGTERM, then stop it and join its thread (all processes)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import rclpy
+
+
+def install_stop_signals() -> threading.Event:
+    """SIGINT and SIGTERM set the returned event (rclpy's own handlers must be off)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def spin_until_stopped(executor, stop: threading.Event) -> None:
+    """Spin in a thread until ``stop`` is set, ROS shuts down, or a callback raised (the
+    exception is re-raised here, after the executor has been shut down)."""
+    failure: list[BaseException] = []
+    stopping = threading.Event()
+
+    def spin() -> None:
+        try:
+            executor.spin()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the main thread
+            if not stopping.is_set():  # rclpy may raise InvalidHandle while shutting down
+                failure.append(err)
+
+    thread = threading.Thread(target=spin, name="executor", daemon=True)
+    thread.start()
+    while not stop.is_set() and thread.is_alive() and rclpy.ok():
+        stop.wait(0.1)
+    stopping.set()
+    executor.shutdown()
+    thread.join()
+    if failure:
+        raise failure[0]
