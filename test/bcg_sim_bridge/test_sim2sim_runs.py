@@ -98,3 +98,10 @@ def test_remote_estop_over_unitree_dds_ends_in_damp(unitree_crc):
     estop = results["estop"]
     assert estop["passed"] and estop["reason"] == "remote_estop", (estop.get("observed"), output)
 
+
+
+def test_corrupted_lowstates_go_stale_and_end_in_damp(unitree_crc):
+    _, results, output = unitree_crc
+    crc = results["crc"]
+    assert crc["passed"], (crc.get("observed"), output)
+    assert crc["reason"] in ("stale_state", "tick_stalled")
