@@ -35,8 +35,11 @@ $(STAMP_FULL): $(STAMP_DEPLOY) requirements/train.txt requirements/dev.txt
 robot-info: $(STAMP_DEPLOY)     ## validate the robot config, build the models, print the contract
 	$(RUN) -m bcg_robot.cli
 
-sim2sim: $(STAMP_DEPLOY)        ## the main job
-	$(RUN) -m bcg_robot.cli
+SIM2SIM_ARGS ?= --interface both --fault all --attempts 3 \
+	--out runs/sim2sim/latest
+
+sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of the shipped (or default-pose) policy
+	$(RUN) -m bcg_sim_bridge.sim2sim.cli $(SIM2SIM_ARGS)
 
 pytest: $(STAMP_FULL)
 	$(RUN) -m pytest

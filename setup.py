@@ -21,6 +21,9 @@ def data_tree(folder: str) -> list[tuple[str, list[str]]]:
 
 CONSOLE_SCRIPTS = [
     "bcg-robot-info = bcg_robot.cli:main",
+    "sim_bridge = bcg_sim_bridge.bridge_node:main",
+    "bcg-sim2sim = bcg_sim_bridge.sim2sim.cli:main",
+    "bcg-bench-bridge = bcg_sim_bridge.bench:main",
     "policy_node = bcg_policy_node.node.policy_node:main",
     "sentinel = bcg_policy_node.sentinel.sentinel_node:main",
     "bcg-bench-node = bcg_policy_node.bench.bench_node:main",

@@ -1,0 +1,196 @@
+"""``sim_bridge``: the MuJoCo G1 behind the robot's interfaces (console script and ROS 2 node).
+
+The physics loop runs in the main thread, paced against a monotonic deadline (or as
+fast as possible with simulated time on ``/clock``); an executor thread serves the
+command subscription (``ros2``) and the simulator-control topics. Parameters: ``config``
+(YAML, see ``config/sim_bridge.yaml``) and every scalar key of that file, which
+overrides it. On exit it writes the run's trajectory log if ``log_path`` is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Bool, Float64, Float64MultiArray, UInt16
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.errors import BCGInputError
+from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping
+from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, BridgeConfig
+from bcg_sim_bridge.pacing import RealtimePacer
+from bcg_sim_bridge.physics import BridgePhysics
+from bcg_sim_bridge.recorder import TrajectoryRecorder
+from bcg_sim_bridge.topics import (
+    SIM_BAND_TOPIC, SIM_CORRUPT_CRC_TOPIC, SIM_DROPOUT_TOPIC, SIM_PUSH_TOPIC, SIM_REMOTE_TOPIC,
+)
+
+SCALAR_PARAMETERS = tuple(
+    f.name for f in dataclasses.fields(BridgeConfig) if f.name != "elastic_band"
+)
+
+
+class SimBridgeNode(Node):
+    def __init__(self, stop_event: threading.Event | None = None):
+        super().__init__("sim_bridge")
+        self.stop_event = stop_event or threading.Event()
+        path = self.declare_parameter("config", str(DEFAULT_BRIDGE_CONFIG)).value
+        data = read_yaml_mapping(path)
+        defaults = from_mapping(BridgeConfig, data, str(path))
+        for name in SCALAR_PARAMETERS:
+            data[name] = self.declare_parameter(name, getattr(defaults, name)).value
+        self.cfg: BridgeConfig = from_mapping(BridgeConfig, data, f"{path} (+ node parameters)")
+        self.robot = load_robot_config(self.cfg.robot_config_path())
+        self.physics = BridgePhysics(self.robot, self.cfg)
+        self._faults_lock = threading.Lock()
+        self._dropout_until = -1.0
+        self._corrupt_until = -1.0
+        group = MutuallyExclusiveCallbackGroup()
+        if self.cfg.interface == "ros2":
+            from bcg_sim_bridge.ros2_interface import Ros2Interface
+
+            self.interface = Ros2Interface(self, self.robot.joint_names, self.physics.set_command, group)
+        else:
+            from bcg_sim_bridge.unitree_interface import UnitreeDdsInterface
+
+            self.interface = UnitreeDdsInterface(
+                self.cfg.domain_id, self.cfg.network_interface, self.robot.num_joints, self.physics.set_command
+            )
+        self._clock_pub = self.create_publisher(Clock, "/clock", 10) if self.cfg.publish_clock else None
+        self.create_subscription(Bool, SIM_BAND_TOPIC, lambda m: self.physics.set_band(m.data), 10, callback_group=group)
+        self.create_subscription(Float64MultiArray, SIM_PUSH_TOPIC, self._on_push, 10, callback_group=group)
+        self.create_subscription(Float64, SIM_DROPOUT_TOPIC, self._on_dropout, 10, callback_group=group)
+        self.create_subscription(Float64, SIM_CORRUPT_CRC_TOPIC, self._on_corrupt, 10, callback_group=group)
+        self.create_subscription(UInt16, SIM_REMOTE_TOPIC, lambda m: self.interface.set_remote_buttons(m.data), 10,
+                                 callback_group=group)
+        self.recorder = TrajectoryRecorder() if self.cfg.log_path else None
+        self.diverged = False
+        self.step_compute_s: list[float] = []
+        self.events: list[tuple[float, str]] = []
+        self.get_logger().info(
+            f"G1 '{self.robot.name}' at {1 / self.cfg.physics_dt:.0f} Hz, interface {self.cfg.interface}, "
+            f"state {self.cfg.state_rate_hz:.0f} Hz, realtime factor {self.cfg.realtime_factor}, "
+            f"band {'on' if self.physics.band_engaged else 'off'}, "
+            f"command timeout {self.cfg.command_timeout_s or 'off (last command stays applied)'}"
+        )
+
+    # ------------------------------------------------------------- control topics
+    def _event(self, text: str) -> None:
+        with self._faults_lock:
+            self.events.append((self.physics.sim_time, text))
+        self.get_logger().info(text)
+
+    def _on_push(self, msg: Float64MultiArray) -> None:
+        if len(msg.data) != 4 or not np.isfinite(msg.data).all():
+            self.get_logger().warn("sim/push needs [fx, fy, fz, duration_s]")
+            return
+        self.physics.push(np.asarray(msg.data[:3]), float(msg.data[3]))
+        self._event(f"push {list(msg.data[:3])} N for {msg.data[3]} s")
+
+    def _on_dropout(self, msg: Float64) -> None:
+        with self._faults_lock:
+            self._dropout_until = self.physics.sim_time + msg.data
+        self._event(f"state dropout for {msg.data * 1e3:.0f} ms")
+
+    def _on_corrupt(self, msg: Float64) -> None:
+        with self._faults_lock:
+            self._corrupt_until = self.physics.sim_time + msg.data
+        self._event(f"corrupted lowstate CRC for {msg.data * 1e3:.0f} ms")
+
+    # ------------------------------------------------------------------- loop
+    def run(self) -> None:
+        cfg, physics = self.cfg, self.physics
+        pacer = RealtimePacer(cfg.physics_dt, cfg.realtime_factor, stop_event=self.stop_event)
+        self.pacer = pacer
+        total = int(round(cfg.duration_s / cfg.physics_dt)) if cfg.duration_s > 0 else None
+        clock = Clock()
+        k = 0
+        while not self.stop_event.is_set() and (total is None or k < total):
+            t0 = time.perf_counter()
+            physics.step()
+            k += 1
+            if k % cfg.state_decimation == 0:
+                with self._faults_lock:
+                    dropped = physics.sim_time < self._dropout_until
+                    corrupt = physics.sim_time < self._corrupt_until
+                if not dropped:
+                    self.interface.publish_state(physics.snapshot(), corrupt_crc=corrupt)
+            if self._clock_pub is not None:
+                clock.clock = Time(nanoseconds=int(physics.sim_time * 1e9)).to_msg()
+                self._clock_pub.publish(clock)
+            if self.recorder is not None and k % cfg.log_decimation == 0:
+                cmd = physics.latest_command()
+                zero = np.zeros(self.robot.num_joints)
+                self.recorder.record(
+                    physics.snapshot(), time.monotonic(), *((cmd.q, cmd.kp, cmd.kd) if cmd is not None else (zero,) * 3)
+                )
+            if not physics.is_finite():
+                self.get_logger().error("simulation diverged (MuJoCo: unstable step / NaN state); stopping")
+                self.diverged = True
+                break
+            self.step_compute_s.append(time.perf_counter() - t0)
+            pacer.wait_next()
+
+    def save_log(self) -> None:
+        if self.recorder is None:
+            return
+        stats = self.pacer.stats
+        counters = self.interface.counters.snapshot()
+        with self._faults_lock:
+            events = list(self.events)
+        path = self.recorder.save(
+            self.cfg.log_path,
+            physics_dt=self.cfg.physics_dt,
+            diverged=self.diverged,
+            interface=self.cfg.interface,
+            step_compute_s=np.asarray(self.step_compute_s, dtype=np.float32),
+            pacing=np.array([stats.steps, stats.overruns, stats.resyncs, stats.max_lag_s, stats.wall_s, stats.sim_s]),
+            counters_names=np.asarray(list(counters)), counters=np.asarray(list(counters.values())),
+            event_times=np.asarray([t for t, _ in events], dtype=np.float64),
+            event_texts=np.asarray([e for _, e in events], dtype=str),
+        )
+        self.get_logger().info(f"trajectory log ({len(self.recorder)} rows) written to {path}; counters {counters}")
+
+
+def main(args=None) -> int:
+    stop = threading.Event()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    node = None
+    executor = SingleThreadedExecutor()
+    spinner = None
+    code = 0
+    try:
+        node = SimBridgeNode(stop)
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, name="bridge_executor", daemon=True)
+        spinner.start()
+        node.run()
+        node.save_log()
+    except BCGInputError as err:
+        print(f"sim_bridge: error: {err}", flush=True)
+        code = 2
+    finally:
+        executor.shutdown()
+        if spinner is not None:
+            spinner.join(timeout=5.0)
+        if node is not None:
+            node.interface.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

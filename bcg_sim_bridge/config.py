@@ -1,0 +1,77 @@
+"""The sim bridge's typed config (``config/sim_bridge.yaml``), loaded with unknown keys rejected."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Literal
+
+from bcg_robot.model import BRIDGE_DT_RANGE
+from bcg_robot.paths import share_file
+from bcg_robot.yaml_dataclass import load_dataclass
+
+DEFAULT_BRIDGE_CONFIG = share_file("config/sim_bridge.yaml")
+Interface = Literal["ros2", "unitree_dds"]
+INTERFACES: tuple[str, ...] = ("ros2", "unitree_dds")
+
+
+@dataclasses.dataclass(frozen=True)
+class ElasticBandConfig:
+    """A spring-damper holding the pelvis up, as in Unitree's simulator: start hanging, then release."""
+
+    enabled: bool = True
+    stiffness: float = 10000.0  # N/m, pulls the pelvis toward the anchor
+    damping: float = 1000.0  # N s/m
+    angular_stiffness: float = 500.0  # N m/rad, keeps the hanging pelvis upright
+    angular_damping: float = 2.0  # N m s/rad (explicit: above ~5 it destabilises the light pelvis at 500 Hz)
+    lift: float = 0.0  # anchor height above the default standing root height, m
+    release_after_s: float = 0.0  # release automatically after this much simulated time; 0: only on request
+
+
+@dataclasses.dataclass(frozen=True)
+class BridgeConfig:
+    robot_config: str = "config/g1_29dof.yaml"  # relative paths resolve against the package share dir
+    interface: Interface = "ros2"
+    physics_dt: float = 0.002  # s, 500 Hz .. 1 kHz
+    state_rate_hz: float = 250.0  # state messages per second (robot: 500)
+    realtime_factor: float = 1.0  # 1: wall-clock pacing; 0: as fast as possible (use /clock)
+    publish_clock: bool = False  # publish simulated time on /clock
+    command_timeout_s: float = 0.0  # > 0: damping when no command for this long (unattended runs); 0: off, like the G1
+    timeout_damping_kd: float = 2.0  # kd of the bridge's own timeout damping, N m s/rad
+    joint_damping: float = 0.5  # passive damping of a back-driven geared drive, N m s/rad (the MJCF has none)
+    domain_id: int = 1  # unitree_dds: DDS domain (1 and 'lo' is the simulator convention)
+    network_interface: str = "lo"
+    log_path: str = ""  # write the run's trajectory (npz) here at exit; empty: no log
+    log_rate_hz: float = 100.0
+    duration_s: float = 0.0  # stop after this much simulated time; 0: run until shut down
+    elastic_band: ElasticBandConfig = dataclasses.field(default_factory=ElasticBandConfig)
+
+    def validate(self) -> None:
+        lo, hi = BRIDGE_DT_RANGE
+        if not lo - 1e-12 <= self.physics_dt <= hi + 1e-12:
+            raise ValueError(f"key 'physics_dt': {self.physics_dt} outside [{lo:.4g}, {hi:.4g}] s")
+        if not 0 < self.state_rate_hz <= 1.0 / self.physics_dt + 1e-9:
+            raise ValueError(f"key 'state_rate_hz': {self.state_rate_hz} not in (0, physics rate]")
+        if not 0 < self.log_rate_hz <= 1.0 / self.physics_dt + 1e-9:
+            raise ValueError(f"key 'log_rate_hz': {self.log_rate_hz} not in (0, physics rate]")
+        for key in ("realtime_factor", "command_timeout_s", "duration_s", "timeout_damping_kd", "joint_damping"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"key '{key}': must be >= 0")
+        if not 0 <= self.domain_id <= 232:
+            raise ValueError(f"key 'domain_id': {self.domain_id} not in 0..232")
+
+    @property
+    def state_decimation(self) -> int:
+        return max(1, round(1.0 / (self.physics_dt * self.state_rate_hz)))
+
+    @property
+    def log_decimation(self) -> int:
+        return max(1, round(1.0 / (self.physics_dt * self.log_rate_hz)))
+
+    def robot_config_path(self) -> Path:
+        path = Path(self.robot_config)
+        return path if path.is_absolute() or path.exists() else share_file(self.robot_config)
+
+
+def load_bridge_config(path: str | Path = DEFAULT_BRIDGE_CONFIG, overrides: dict | None = None) -> BridgeConfig:
+    return load_dataclass(BridgeConfig, path, overrides)

@@ -1,0 +1,42 @@
+"""What the bridge loop needs from a transport: publish state, count what came in, close."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Callable, Protocol
+
+from bcg_robot.wire import LowCommand
+from bcg_sim_bridge.physics import BridgeState
+
+CommandSink = Callable[[LowCommand], None]
+
+
+@dataclasses.dataclass
+class InterfaceCounters:
+    """Incoming-command bookkeeping, shared between the DDS callback thread and the loop."""
+
+    accepted: int = 0
+    bad_crc: int = 0
+    bad_mode_machine: int = 0
+    malformed: int = 0
+    states_sent: int = 0
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, field: str, n: int = 1) -> None:
+        with self.lock:
+            setattr(self, field, getattr(self, field) + n)
+
+    def snapshot(self) -> dict[str, int]:
+        with self.lock:
+            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "lock"}
+
+
+class BridgeInterface(Protocol):
+    counters: InterfaceCounters
+
+    def publish_state(self, state: BridgeState, corrupt_crc: bool = False) -> None: ...
+
+    def set_remote_buttons(self, mask: int) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,52 @@
+"""Which policy a sim-to-sim run uses: the shipped one in ``models/``, else a default-pose policy.
+
+The default-pose policy (action always 0: hold the default pose) and a NaN policy (the
+same contract, output NaN; fault injection) are exported with
+:mod:`bcg_train.export.onnx_graph`, which needs only numpy and onnx.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.contract import PolicyContract
+from bcg_robot.paths import share_file
+from bcg_train.export.onnx_graph import DenseLayer, PolicyWeights, default_pose_weights, save_policy_onnx
+
+SHIPPED_POLICY_NAMES = ("g1_policy.onnx", "policy.onnx")
+
+
+def shipped_policy(models_dir: Path | None = None) -> Path | None:
+    """The policy the repository ships (``models/g1_policy.onnx`` or ``models/policy.onnx``), if any."""
+    folder = models_dir or share_file("models")
+    for name in SHIPPED_POLICY_NAMES:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def default_pose_policy(robot: RobotConfig, path: Path) -> Path:
+    return save_policy_onnx(path, PolicyContract.for_robot(robot, motion_id="default_pose"),
+                            default_pose_weights(PolicyContract.for_robot(robot)))
+
+
+def nan_policy(robot: RobotConfig, path: Path) -> Path:
+    """A well-formed policy with the robot's contract whose action is NaN (0 * inf in its bias)."""
+    contract = PolicyContract.for_robot(robot, motion_id="nan_fault")
+    base = default_pose_weights(contract)
+    layer = base.layers[0]
+    nan_layer = DenseLayer(layer.weight, np.full_like(layer.bias, np.nan), elu=False)
+    return save_policy_onnx(path, contract, PolicyWeights(base.obs_mean, base.obs_std, (nan_layer,)))
+
+
+def resolve_policy(requested: str, robot: RobotConfig, out_dir: Path) -> tuple[Path, str]:
+    """(path, how it was chosen) for ``requested`` ('' = shipped, else default pose)."""
+    if requested:
+        return Path(requested), "given"
+    shipped = shipped_policy()
+    if shipped is not None:
+        return shipped, "shipped"
+    return default_pose_policy(robot, out_dir / "default_pose_policy.onnx"), "default pose (no shipped policy in models/)"

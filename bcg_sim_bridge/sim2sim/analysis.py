@@ -1,0 +1,150 @@
+"""Metrics of a sim-to-sim run from the bridge's trajectory log (pure: numpy + MuJoCo, no ROS).
+
+* falls: root height below :data:`FALL_HEIGHT` while the policy was in charge;
+* E_track (cm): key-body positions relative to the pelvis (forward kinematics of the
+  measured joints vs the reference's; the default pose for a policy without a motion);
+* foot penetration in the bridge vs the training simulator (the ``train`` variant
+  replaying the same drive commands, open loop, from the same start);
+* loop timing of the bridge (physics step compute time, pacing overruns, real-time factor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
+from bcg_robot.pd import pd_torque
+from bcg_sim_bridge.physics import DriveMode
+
+FALL_HEIGHT = 0.3  # m: root below this while the policy is in charge is a fall
+KEY_BODIES = ("torso_link", "left_knee_link", "right_knee_link", "left_ankle_roll_link", "right_ankle_roll_link",
+              "left_wrist_yaw_link", "right_wrist_yaw_link")
+
+
+@dataclasses.dataclass(frozen=True)
+class BridgeLog:
+    sim_time: np.ndarray
+    wall_time: np.ndarray
+    root_pos: np.ndarray
+    root_quat: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    foot_penetration: np.ndarray
+    drive_mode: np.ndarray
+    band_engaged: np.ndarray
+    cmd_q: np.ndarray
+    cmd_kp: np.ndarray
+    cmd_kd: np.ndarray
+    physics_dt: float
+    step_compute_s: np.ndarray
+    pacing: dict[str, float]
+    counters: dict[str, int]
+    events: list[tuple[float, str]]
+
+    @classmethod
+    def load(cls, path: str | Path) -> "BridgeLog":
+        d = np.load(path)
+        pacing = dict(zip(("steps", "overruns", "resyncs", "max_lag_s", "wall_s", "sim_s"), d["pacing"].tolist()))
+        return cls(
+            **{k: d[k] for k in ("sim_time", "wall_time", "root_pos", "root_quat", "q", "dq", "foot_penetration",
+                                 "drive_mode", "band_engaged", "cmd_q", "cmd_kp", "cmd_kd", "step_compute_s")},
+            physics_dt=float(d["physics_dt"]), pacing=pacing,
+            counters=dict(zip(d["counters_names"].tolist(), d["counters"].astype(int).tolist())),
+            events=list(zip(d["event_times"].tolist(), d["event_texts"].tolist())),
+        )
+
+    def window(self, t0: float, t1: float) -> np.ndarray:
+        """Boolean mask of rows with ``t0 <= wall_time < t1`` (monotonic clock)."""
+        return (self.wall_time >= t0) & (self.wall_time < t1)
+
+    def first_time(self, mask: np.ndarray) -> float | None:
+        idx = np.flatnonzero(mask)
+        return float(self.wall_time[idx[0]]) if idx.size else None
+
+
+class KeyBodyFK:
+    """Key-body positions in the pelvis frame from joint angles (root fixed at the origin)."""
+
+    def __init__(self, robot: RobotConfig, bodies: tuple[str, ...] = KEY_BODIES):
+        self.model = build_model(robot, "bridge")
+        self.data = mujoco.MjData(self.model)
+        self.qi = joint_qpos_indices(self.model, robot)
+        self.ids = [self.model.body(b).id for b in bodies]
+        self.bodies = bodies
+
+    def __call__(self, q: np.ndarray) -> np.ndarray:
+        q = np.atleast_2d(q)
+        out = np.empty((q.shape[0], len(self.ids), 3))
+        for k, qk in enumerate(q):
+            self.data.qpos[:] = 0.0
+            self.data.qpos[3] = 1.0
+            self.data.qpos[self.qi] = qk
+            mujoco.mj_kinematics(self.model, self.data)
+            out[k] = self.data.xpos[self.ids]
+        return out
+
+
+def tracking_error_cm(fk: KeyBodyFK, q: np.ndarray, q_ref: np.ndarray) -> tuple[float, float]:
+    """(mean, max) key-body position error in cm between measured and reference joint trajectories."""
+    if len(q) == 0:
+        return float("nan"), float("nan")
+    err = np.linalg.norm(fk(q) - fk(q_ref), axis=-1) * 100.0
+    return float(err.mean()), float(err.max())
+
+
+def training_sim_penetration(robot: RobotConfig, log: BridgeLog, mask: np.ndarray) -> np.ndarray:
+    """Foot penetration (m) of the ``train`` variant replaying the logged drive commands of ``mask`` open loop."""
+    rows = np.flatnonzero(mask)
+    if rows.size == 0:
+        return np.zeros(0)
+    model = build_model(robot, "train")
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("default").id)
+    qi, di = joint_qpos_indices(model, robot), joint_dof_indices(model, robot)
+    data.qpos[qi] = log.q[rows[0]]
+    mujoco.mj_forward(model, data)
+    floor = model.geom("floor").id
+    feet = {model.body(f).id for f in robot.feet}
+    log_dt = float(np.median(np.diff(log.sim_time))) if len(log.sim_time) > 1 else 0.01
+    steps_per_row = max(1, round(log_dt / model.opt.timestep))
+    out = []
+    for r in rows:
+        for _ in range(steps_per_row):
+            data.ctrl[:] = pd_torque(log.cmd_q[r], data.qpos[qi], 0.0, data.qvel[di], log.cmd_kp[r], log.cmd_kd[r], 0.0,
+                                     robot.effort)
+            mujoco.mj_step(model, data)
+        deepest = 0.0
+        for i in range(data.ncon):
+            c = data.contact[i]
+            other = c.geom2 if c.geom1 == floor else c.geom1 if c.geom2 == floor else None
+            if other is not None and model.geom_bodyid[other] in feet:
+                deepest = max(deepest, -float(c.dist))
+        out.append(deepest)
+    return np.asarray(out)
+
+
+def percentiles_ms(values_s: np.ndarray) -> dict[str, float]:
+    v = np.asarray(values_s, dtype=np.float64) * 1e3
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return {"p50": float("nan"), "p99": float("nan"), "max": float("nan")}
+    return {"p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99)), "max": float(v.max())}
+
+
+def fell(log: BridgeLog, mask: np.ndarray) -> tuple[bool, float]:
+    """(fell, min root height) over ``mask``."""
+    if not mask.any():
+        return False, float("nan")
+    z = log.root_pos[mask, 2]
+    return bool(z.min() < FALL_HEIGHT), float(z.min())
+
+
+def first_damping_after(log: BridgeLog, t: float) -> float | None:
+    """Monotonic time at which the motors first received damping at or after ``t``."""
+    damped = np.isin(log.drive_mode, (int(DriveMode.DAMPING), int(DriveMode.TIMEOUT_DAMPING)))
+    return log.first_time(damped & (log.wall_time >= t))

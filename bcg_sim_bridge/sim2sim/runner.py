@@ -1,0 +1,234 @@
+"""One sim-to-sim scenario: start the processes, drive the startup sequence, inject, observe, analyse."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.remote import BUTTON_BITS
+from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG
+from bcg_sim_bridge.node_list import sim2sim_nodes
+from bcg_sim_bridge.physics import DriveMode
+from bcg_sim_bridge.policies import nan_policy
+from bcg_sim_bridge.sim2sim import analysis
+from bcg_sim_bridge.sim2sim.driver import DriverError, Sim2SimDriver
+from bcg_sim_bridge.sim2sim.processes import ProcessGroup
+from bcg_sim_bridge.sim2sim.scenarios import Scenario
+
+REMOTE_ESTOP_MASK = (1 << BUTTON_BITS["L2"]) | (1 << BUTTON_BITS["B"])
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    robot: RobotConfig
+    robot_config: str
+    policy: Path
+    policy_origin: str
+    out_dir: Path
+    ros_domain: int
+    sdk_domain: int
+    bridge_config: str = str(DEFAULT_BRIDGE_CONFIG)
+    run_s: float = 4.0  # RUN time of the nominal scenario
+    fault_at_s: float = 1.0  # fault injected this long into RUN
+    settle_s: float = 1.0  # HOLD on the floor after the band lets go, before RUN
+    dropout_ms: float = 300.0
+    push_force: float = 500.0
+    physics_dt: float = 0.002
+    startup_timeout_s: float = 90.0
+    safety_config: str = ""  # '' = the node's default
+    nice: int = 0  # niceness of bridge, node and sentinel (< 0 needs CAP_SYS_NICE)
+
+
+def _pause(seconds: float) -> None:
+    threading.Event().wait(seconds)
+
+
+def _fault_reason(text: str) -> str:
+    return text.split(":", 1)[0].strip()
+
+
+def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2SimDriver, group: ProcessGroup,
+           marks: dict[str, float], scen_dir: Path) -> dict:
+    extra: dict = {}
+    driver.wait_for_bridge(opts.startup_timeout_s)
+    driver.lifecycle("configure", opts.startup_timeout_s)
+    driver.lifecycle("activate", 30.0)
+    if not driver.wait_for_state("HOLD", 20.0):
+        raise DriverError(f"policy node did not reach HOLD (state '{driver.node_state}')")
+    marks["hold"] = time.monotonic()
+    marks["release"] = driver.set_band(False)
+    _pause(opts.settle_s)
+    ok, message = driver.operator("run")
+    if not ok:
+        raise DriverError(f"operator RUN refused: {message}")
+    marks["run"] = time.monotonic()
+    if scenario.name == "nan":
+        marks["fault"] = marks["run"]
+    else:
+        _pause(opts.fault_at_s if scenario.name != "none" else opts.run_s)
+    name = scenario.name
+    if name == "dropout":
+        marks["fault"] = driver.state_dropout(opts.dropout_ms / 1e3)
+    elif name == "crc":
+        probe = subprocess.Popen(
+            [sys.executable, "-m", "bcg_sim_bridge.unitree_probe", "--domain", str(opts.sdk_domain), "--bad", "20",
+             "--rate", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=group.child_env())
+        marks["fault"] = driver.corrupt_crc(opts.dropout_ms / 1e3)
+        try:
+            out, _ = probe.communicate(timeout=60)
+            extra["probe"] = json.loads(out.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, ValueError, IndexError) as err:
+            probe.kill()
+            extra["probe"] = {"error": f"probe failed: {err}"}
+    elif name == "kill":
+        marks["fault"] = group.kill("policy")
+        driver.note("policy node killed (SIGKILL)")
+    elif name == "estop":
+        marks["fault"] = driver.estop() if interface == "ros2" else driver.remote_buttons(REMOTE_ESTOP_MASK, "L2+B")
+    elif name == "push":
+        marks["fault"] = driver.push((opts.push_force, 0.0, 0.0), 0.2)
+    if name == "kill":
+        driver.wait_for_sentinel("TAKEN_OVER", 3.0)
+    elif name != "none":
+        driver.wait_for_state("DAMP", 3.0)
+    marks["observed"] = time.monotonic()
+    if name != "kill":
+        _pause(0.3)
+        marks["stop"] = time.monotonic()
+        driver.operator("stop")
+        driver.wait_for_state("DAMP", 2.0)
+    _pause(0.5)
+    marks["end"] = time.monotonic()
+    return extra
+
+
+def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: int = 0) -> dict:
+    scen_dir = opts.out_dir / f"{interface}_{scenario.name}" / f"attempt{attempt}"
+    scen_dir.mkdir(parents=True, exist_ok=True)
+    log_path = scen_dir / "bridge_log.npz"
+    policy = nan_policy(opts.robot, scen_dir / "nan_policy.onnx") if scenario.name == "nan" else opts.policy
+    specs = sim2sim_nodes(
+        interface, str(policy), opts.robot_config, opts.bridge_config, opts.sdk_domain,
+        bridge_extra={"log_path": str(log_path), "physics_dt": opts.physics_dt, "realtime_factor": 1.0},
+        policy_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
+        sentinel_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
+    )
+    group = ProcessGroup(scen_dir / "logs", {"ROS_DOMAIN_ID": str(opts.ros_domain),
+                                             "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}, nice=opts.nice)
+    marks: dict[str, float] = {"start": time.monotonic()}
+    error = ""
+    extra: dict = {}
+    for spec in specs:
+        group.start(spec)
+    driver = Sim2SimDriver()
+    try:
+        extra = _drive(opts, scenario, interface, driver, group, marks, scen_dir)
+    except DriverError as err:
+        error = str(err)
+    finally:
+        cpu_share = group.cpu_share()
+        driver.close()
+        events, timing = driver.events(), list(driver.timing)
+        final_node_state, final_sentinel = driver.node_state, driver.sentinel_state
+        exit_codes = group.stop_all()
+    cutoff = marks.get("stop" if scenario.name == "none" else "fault", np.inf)
+    early_trips = [e.text for e in events if e.source == "node_fault" and e.t < cutoff - 1e-3]
+    result = {
+        "scenario": scenario.name, "interface": interface, "attempt": attempt,
+        "spoiled_before_injection": bool(early_trips), "early_trips": early_trips, "injects": scenario.injects, "expected": scenario.expected,
+        "error": error, "exit_codes": exit_codes, "cpu_share": cpu_share, "load_average": os.getloadavg()[0], "final_node_state": final_node_state,
+        "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
+        "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
+    }
+    if error:
+        result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
+    if not log_path.is_file():
+        result.update(passed=False, observed=f"no bridge log ({error or 'bridge died'})")
+        return result
+    log = analysis.BridgeLog.load(log_path)
+    if scenario.name != "none" and "fault" not in marks:
+        result.update(passed=False, observed=f"fault never injected ({error})", bridge_log=str(log_path),
+                      marks={k: round(v - marks["start"], 4) for k, v in marks.items()})
+        return result
+    result.update(_analyse(opts, scenario, log, events, timing, marks, extra, error))
+    result["bridge_log"] = str(log_path)
+    return result
+
+
+def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, events, timing, marks: dict, extra: dict,
+             error: str) -> dict:
+    t_run, t_fault = marks.get("run"), marks.get("fault")
+    t_release = marks.get("release", log.wall_time[0])
+    trips = [e for e in events if e.source == "node_fault" and t_run is not None and e.t >= t_run]
+    unexpected_early = [e.text for e in trips if t_fault is not None and e.t < t_fault - 1e-3
+                        or t_fault is None and scenario.name != "none" and e.t < marks.get("observed", np.inf)]
+    t_from = t_fault if t_fault is not None else marks.get("stop")
+    damp_at = analysis.first_damping_after(log, t_from) if t_from is not None else None
+    policy_end = analysis.first_damping_after(log, t_release) or float(log.wall_time[-1]) + 1
+    fell, min_z = analysis.fell(log, log.window(t_release, policy_end))
+    if scenario.name == "kill":
+        took_over = [e for e in events if e.source == "sentinel" and e.text == "TAKEN_OVER" and e.t >= (t_fault or 0)]
+        reason = "sentinel" if took_over else "none"
+        reason_text = f"sentinel TAKEN_OVER {1e3 * (took_over[0].t - t_fault):.0f} ms after kill" if took_over else ""
+    else:
+        after = [e for e in trips if t_from is not None and e.t >= t_from - 1e-3]
+        reason_text = after[0].text if after else ""
+        reason = _fault_reason(reason_text) if after else "none"
+    last_mode = DriveMode(int(log.drive_mode[-1])).name
+    ends_in_damp = last_mode in ("DAMPING", "TIMEOUT_DAMPING")
+    run_end = t_fault if t_fault is not None and scenario.name != "none" else marks.get("stop", policy_end)
+    run_mask = log.window(t_run, run_end) if t_run is not None else np.zeros(len(log.wall_time), bool)
+    fk = analysis.KeyBodyFK(opts.robot)
+    q_ref = np.broadcast_to(opts.robot.default_q, log.q[run_mask].shape)
+    e_mean, e_max = analysis.tracking_error_cm(fk, log.q[run_mask][::2], q_ref[::2])
+    pen_bridge = log.foot_penetration[run_mask]
+    pen_train = analysis.training_sim_penetration(opts.robot, log, run_mask)
+    timing_arr = np.asarray(timing, dtype=np.float64).reshape(-1, 3) if timing else np.zeros((0, 3))
+    node_period = timing_arr[:, 0] / 1e3
+    crc_ok = True
+    if scenario.name == "crc":
+        sent = extra.get("probe", {}).get("sent_bad", -1)
+        crc_ok = sent > 0 and log.counters.get("bad_crc", 0) == sent
+    passed = (not error and ends_in_damp and reason in scenario.expected_reasons and not unexpected_early
+              and (not fell or scenario.fall_allowed) and crc_ok)
+    observed = (f"{reason_text or 'no trip'}; motors {last_mode.lower()}"
+                + (f"; damping reached the motors {1e3 * (damp_at - t_from):.0f} ms after injection"
+                   if damp_at is not None and t_from is not None and scenario.name != "none" else "")
+                + (f"; fell (root {min_z:.2f} m)" if fell else "")
+                + (f"; bridge dropped {log.counters.get('bad_crc', 0)} bad-CRC LowCmds of "
+                   f"{extra.get('probe', {}).get('sent_bad', '?')} sent" if scenario.name == "crc" else ""))
+    return {
+        "passed": bool(passed), "observed": observed, "reason": reason, "reason_text": reason_text,
+        "ends_in_damp": ends_in_damp, "final_motor_mode": last_mode,
+        "reaction_ms": None if damp_at is None or t_from is None else 1e3 * (damp_at - t_from),
+        "unexpected_trips": unexpected_early,
+        "fell": fell, "min_root_height_m": min_z,
+        "e_track_cm": {"mean": e_mean, "max": e_max, "reference": "default pose", "bodies": list(analysis.KEY_BODIES)},
+        "foot_penetration_mm": {
+            "bridge_mean": float(pen_bridge.mean() * 1e3) if pen_bridge.size else float("nan"),
+            "bridge_max": float(pen_bridge.max() * 1e3) if pen_bridge.size else float("nan"),
+            "train_mean": float(pen_train.mean() * 1e3) if pen_train.size else float("nan"),
+            "train_max": float(pen_train.max() * 1e3) if pen_train.size else float("nan"),
+            "difference_mean": float((pen_bridge.mean() - pen_train.mean()) * 1e3) if pen_bridge.size else float("nan"),
+        },
+        "bridge_timing_ms": {**analysis.percentiles_ms(log.step_compute_s), "overruns": int(log.pacing["overruns"]),
+                             "realtime_factor": log.pacing["sim_s"] / max(log.pacing["wall_s"], 1e-9),
+                             "physics_hz": 1 / log.physics_dt},
+        "node_timing_ms": {
+            "period": analysis.percentiles_ms(node_period),
+            "jitter": analysis.percentiles_ms(np.abs(node_period - opts.robot.control_dt)),
+            "state_age": analysis.percentiles_ms(timing_arr[:, 1] / 1e3),
+            "compute": analysis.percentiles_ms(timing_arr[:, 2] / 1e3),
+        },
+        "bridge_counters": log.counters,
+        "marks": {k: round(v - marks["start"], 4) for k, v in marks.items()},
+    }

@@ -1,0 +1,36 @@
+"""The real G1: policy node on the ``unitree_sdk`` backend + sentinel (``ros2 launch bcg_policy_node g1_real.launch.py``).
+
+Arguments: ``network_interface`` (required: the NIC on the robot's 192.168.123.x subnet),
+``policy``, ``robot_config``, ``domain_id`` (0 on the robot). The node list comes from
+:mod:`bcg_sim_bridge.node_list`, shared with ``sim2sim.launch.py`` and ``bcg-sim2sim``.
+
+Nothing moves at launch: the policy node starts unconfigured. With the robot in its
+gantry, the operator configures and activates it (``ros2 lifecycle set /policy_node
+configure``, then ``activate``: it releases sport mode, ramps to the default pose and
+holds), then starts the policy with START on the remote or
+``ros2 service call /policy_node/run std_srvs/srv/Trigger``. L2+B on the remote damps.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import LifecycleNode, Node
+
+from bcg_sim_bridge.node_list import G1_REAL_LAUNCH_ARGUMENTS, g1_real_nodes_from_launch
+
+
+def _launch_setup(context):
+    args = {a.name: LaunchConfiguration(a.name).perform(context) for a in G1_REAL_LAUNCH_ARGUMENTS}
+    actions = []
+    for spec in g1_real_nodes_from_launch(args):
+        cls = LifecycleNode if spec.lifecycle else Node
+        actions.append(cls(package=spec.package, executable=spec.executable, name=spec.name, namespace="",
+                           parameters=[spec.parameter_dict()], additional_env=spec.env_dict(), output="screen"))
+    return actions
+
+
+def generate_launch_description():
+    return LaunchDescription(
+        [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description) for a in G1_REAL_LAUNCH_ARGUMENTS]
+        + [OpaqueFunction(function=_launch_setup)]
+    )

@@ -1,0 +1,137 @@
+"""The bridge's physics core: PD every step from the latest command, like the G1's drives."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.errors import ConfigError
+from bcg_robot.wire import LowCommand
+from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig, load_bridge_config
+from bcg_sim_bridge.physics import BridgePhysics, DriveMode, default_pose_command
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot_config()
+
+
+def _physics(robot, **overrides):
+    cfg = dataclasses.replace(BridgeConfig(), elastic_band=ElasticBandConfig(enabled=False), **overrides)
+    return BridgePhysics(robot, cfg)
+
+
+@pytest.mark.parametrize("dt", [0.002, 0.001])
+def test_holds_the_g1_standing_under_a_default_pose_command(robot, dt):
+    physics = _physics(robot, physics_dt=dt)
+    physics.set_command(default_pose_command(robot))
+    physics.step(int(3.0 / dt))
+    state = physics.snapshot()
+    assert state.root_pos[2] > 0.7
+    assert np.abs(state.q - robot.default_q).max() < 0.15
+    assert state.drive_mode == DriveMode.COMMAND
+    # IMU from the model's sensors: upright, gravity on +z of the accelerometer
+    assert abs(state.imu_quat[0]) > 0.99
+    assert state.imu_acc[2] == pytest.approx(9.81, abs=0.5)
+    assert state.tick == round(3.0 * 1000)
+    assert 0 <= state.foot_penetration < 0.005
+
+
+def test_torque_is_the_shared_pd_law_clipped_to_effort(robot):
+    physics = _physics(robot)
+    target = robot.default_q + 1.0  # far away: saturates every joint
+    physics.set_command(LowCommand.position(target, robot.kp_array * 10, robot.kd_array))
+    physics.step(1)
+    np.testing.assert_allclose(np.abs(physics.tau), robot.effort)
+
+
+def test_last_command_stays_applied_when_commands_stop(robot):
+    physics = _physics(robot)
+    physics.set_command(default_pose_command(robot))
+    physics.step(500)
+    received = physics.commands_received
+    physics.step(2500)  # 5 s without a single new command
+    state = physics.snapshot()
+    assert physics.commands_received == received
+    assert state.drive_mode == DriveMode.COMMAND  # still stiff: only a sentinel can change that
+    assert state.root_pos[2] > 0.7
+
+
+def test_optional_bridge_timeout_switches_to_damping(robot):
+    physics = _physics(robot, command_timeout_s=0.1)
+    physics.set_command(default_pose_command(robot))
+    physics.step(40)  # 80 ms: still commanded
+    assert physics.drive_mode == DriveMode.COMMAND
+    physics.step(20)  # 120 ms since the command
+    assert physics.drive_mode == DriveMode.TIMEOUT_DAMPING
+    dq = physics.snapshot().dq
+    physics.step(1)
+    # damping: kp 0, the torque opposes the joint velocity only
+    expected = np.clip(-2.0 * physics.snapshot().dq, -robot.effort, robot.effort)
+    assert np.sign(physics.tau[np.abs(dq) > 1e-2]).tolist() == np.sign(expected[np.abs(dq) > 1e-2]).tolist()
+    physics.set_command(default_pose_command(robot))
+    physics.step(1)
+    assert physics.drive_mode == DriveMode.COMMAND
+
+
+def test_damping_command_lets_the_robot_sink(robot):
+    physics = _physics(robot)
+    physics.set_command(LowCommand.damping(robot.kd_array))
+    physics.step(1500)
+    assert physics.drive_mode == DriveMode.DAMPING
+    assert physics.snapshot().root_pos[2] < 0.5
+
+
+def test_zero_torque_before_any_command(robot):
+    physics = _physics(robot)
+    physics.step(5)
+    assert physics.drive_mode == DriveMode.ZERO_TORQUE
+    assert not physics.tau.any()
+
+
+def test_elastic_band_holds_a_limp_robot_until_released(robot):
+    physics = BridgePhysics(robot, BridgeConfig())
+    standing = physics.snapshot().root_pos[2]
+    physics.step(1000)  # 2 s limp, hanging
+    assert physics.snapshot().root_pos[2] > standing - 0.06
+    assert physics.snapshot().band_engaged
+    physics.set_band(False)
+    physics.step(1000)
+    assert physics.snapshot().root_pos[2] < 0.5  # limp and released: it falls
+
+
+def test_push_moves_the_robot(robot):
+    physics = _physics(robot)
+    physics.set_command(default_pose_command(robot))
+    physics.step(250)
+    physics.push(np.array([300.0, 0.0, 0.0]), 0.2)
+    physics.step(100)
+    assert physics.snapshot().root_pos[0] > 0.02
+
+
+def test_bridge_config_rejects_unknown_keys_and_bad_rates(tmp_path):
+    bad = tmp_path / "bridge.yaml"
+    bad.write_text("physics_dt: 0.002\nphysiscs: 1\n")
+    with pytest.raises(ConfigError, match="unknown key 'physiscs'"):
+        load_bridge_config(bad)
+    bad.write_text("physics_dt: 0.01\n")
+    with pytest.raises(ConfigError, match="physics_dt"):
+        load_bridge_config(bad)
+    bad.write_text("interface: can_bus\n")
+    with pytest.raises(ConfigError, match="interface"):
+        load_bridge_config(bad)
+    assert load_bridge_config().interface == "ros2"
+
+
+def test_pacer_never_runs_ahead_of_real_time():
+    import time
+
+    from bcg_sim_bridge.pacing import RealtimePacer
+
+    pacer = RealtimePacer(0.002)
+    t0 = time.monotonic()
+    for _ in range(100):
+        pacer.wait_next()
+    assert time.monotonic() - t0 >= 0.2 - 0.002
+    assert pacer.stats.sim_s == pytest.approx(0.2)

@@ -1,0 +1,118 @@
+"""The sim bridge as a process over real DDS: ros2 commands kept when they stop, bad CRCs dropped."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.wire import COMMAND_TOPIC, STATE_JOINTS_TOPIC, LowCommand, command_to_flat
+from bcg_sim_bridge.physics import DriveMode
+from bcg_sim_bridge.sim2sim.analysis import BridgeLog
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start_bridge(tmp_path, **params):
+    argv = [sys.executable, "-m", "bcg_sim_bridge.bridge_node", "--ros-args"]
+    for k, v in {"log_path": str(tmp_path / "bridge.npz"), **params}.items():
+        argv += ["-p", f"{k}:={v}"]
+    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    return out
+
+
+def _command_then_silence(robot, publish_s: float, silence_s: float):
+    """Publish default-pose commands (lowcmd, 50 Hz) for publish_s once the bridge's state arrives, then stop."""
+    import rclpy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    rclpy.init()
+    node = rclpy.create_node("bridge_test_client")
+    pub = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, 10)
+    got_state = threading.Event()
+    node.create_subscription(JointState, STATE_JOINTS_TOPIC, lambda m: got_state.set(), 10)
+    cmd = Float64MultiArray(data=command_to_flat(LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array)))
+    try:
+        deadline = time.monotonic() + 60
+        while not got_state.is_set() or pub.get_subscription_count() == 0:
+            rclpy.spin_once(node, timeout_sec=0.05)
+            assert time.monotonic() < deadline, "no state from the bridge"
+        end = time.monotonic() + publish_s
+        while time.monotonic() < end:
+            pub.publish(cmd)
+            rclpy.spin_once(node, timeout_sec=0.02)
+        stopped = time.monotonic()
+        threading.Event().wait(silence_s)
+        return stopped
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot_config()
+
+
+def test_ros2_bridge_keeps_the_last_command_when_commands_stop(robot, tmp_path):
+    bridge = _start_bridge(tmp_path)
+    try:
+        stopped = _command_then_silence(robot, publish_s=1.0, silence_s=2.0)
+    finally:
+        out = _stop(bridge)
+    log = BridgeLog.load(tmp_path / "bridge.npz")
+    after = log.wall_time > stopped + 0.1
+    assert after.sum() > 100, out
+    # 2 s without commands: still the stiff default-pose command, never damping from the bridge
+    assert np.all(log.drive_mode[after] == DriveMode.COMMAND)
+    assert log.counters["accepted"] >= 20 and log.counters["malformed"] == 0
+
+
+def test_ros2_bridge_optional_timeout_damps(robot, tmp_path):
+    bridge = _start_bridge(tmp_path, command_timeout_s=0.2)
+    try:
+        stopped = _command_then_silence(robot, publish_s=1.0, silence_s=1.0)
+    finally:
+        _stop(bridge)
+    log = BridgeLog.load(tmp_path / "bridge.npz")
+    damped = log.first_time(log.drive_mode == DriveMode.TIMEOUT_DAMPING)
+    assert damped is not None and stopped < damped < stopped + 0.5
+    assert np.all(log.drive_mode[log.wall_time > damped] == DriveMode.TIMEOUT_DAMPING)
+
+
+def test_unitree_bridge_drops_and_counts_bad_crc(tmp_path):
+    domain = 2 + (os.getpid() + 101) % 200
+    bridge = _start_bridge(tmp_path, interface="unitree_dds", domain_id=domain)
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-m", "bcg_sim_bridge.unitree_probe", "--domain", str(domain), "--good", "40", "--bad", "12",
+             "--rate", "100"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        _stop(bridge)
+    report = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert report["mode_machine"] == 5 and report["tick_advancing"] and report["state_bad_crc"] == 0
+    log = BridgeLog.load(tmp_path / "bridge.npz")
+    assert log.counters["bad_crc"] == 12
+    assert 30 <= log.counters["accepted"] <= 40
+    # the corrupted commands (targets 0.5 rad off) never reached the motors
+    stiff = log.cmd_kp.max(axis=1) > 0
+    assert stiff.any()
+    robot = load_robot_config()
+    assert np.abs(log.cmd_q[stiff] - robot.default_q).max() < 1e-5

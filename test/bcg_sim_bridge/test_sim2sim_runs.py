@@ -1,0 +1,107 @@
+"""bcg-sim2sim end to end: real bridge, policy node and sentinel processes over both interfaces.
+
+Each CLI run is one subprocess (it owns rclpy and the SDK's channel factory). On the shared
+2-core machine (load ~9) processes go unscheduled for 60-110 ms, which trips the node's
+stale-state watchdog (3 periods = 60 ms) before any fault is injected. The tests therefore
+run with ``--stale-periods 10`` (200 ms, reported in the report's header) and a 500 ms
+dropout, and ``--attempts 3`` re-runs a scenario only when a watchdog tripped BEFORE the
+injection; the report keeps those attempts and the assertions are on the final one.
+The production threshold is what ``make sim2sim`` uses.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bcg_sim_bridge.sim2sim.scenarios import SCENARIOS
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sim2sim(out: Path, *args: str) -> tuple[int, dict, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bcg_sim_bridge.sim2sim.cli", "--out", str(out), "--no-video", "--attempts", "3",
+         "--stale-periods", "10", "--dropout-ms", "500", "--run-seconds", "2", *args], cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
+    return proc.returncode, report, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("interface", ["ros2", "unitree_dds"])
+def test_default_pose_policy_passes_sim2sim(interface, tmp_path):
+    code, report, output = _sim2sim(tmp_path, "--interface", interface)
+    assert code == 0, output
+    (result,) = report["results"]
+    assert result["passed"] and not result["fell"]
+    assert result["reason"] == "operator_stop" and result["final_motor_mode"] == "DAMPING"
+    assert result["e_track_cm"]["mean"] < 3.0
+    assert result["min_root_height_m"] > 0.6
+    assert result["node_timing_ms"]["period"]["p50"] == pytest.approx(20.0, abs=2.0)
+    assert result["bridge_timing_ms"]["realtime_factor"] == pytest.approx(1.0, abs=0.1)
+    assert (tmp_path / "report.md").is_file() and (tmp_path / "sim2sim.png").stat().st_size > 10_000
+    assert "default pose" in report["header"]["policy"] or "shipped" in report["header"]["policy"]
+
+
+@pytest.fixture(scope="module")
+def ros2_faults(tmp_path_factory):
+    out = tmp_path_factory.mktemp("faults_ros2")
+    faults = ["dropout", "nan", "kill", "estop", "push"]
+    code, report, output = _sim2sim(out, "--interface", "ros2", "--no-nominal", *[a for f in faults for a in ("--fault", f)])
+    return code, {r["scenario"]: r for r in report.get("results", [])}, output
+
+
+@pytest.mark.parametrize("fault", ["dropout", "nan", "kill", "estop", "push"])
+def test_fault_scenario_ends_in_damp_with_reason(ros2_faults, fault):
+    code, results, output = ros2_faults
+    result = results[fault]
+    assert result["passed"], (result.get("observed"), result.get("error"), output)
+    assert result["ends_in_damp"] and result["final_motor_mode"] == "DAMPING"
+    assert result["reason"] in SCENARIOS[fault].expected_reasons and result["reason_text"]
+    assert result["expected"] and result["observed"]
+
+
+def test_killed_node_leaves_the_last_command_until_the_sentinel_damps(ros2_faults):
+    _, results, _ = ros2_faults
+    kill = results["kill"]
+    # the bridge keeps the node's last (stiff) command; damping arrives only from the sentinel, ~100 ms later
+    assert 80 <= kill["reaction_ms"] <= 400
+    assert any(e["source"] == "sentinel" and e["text"] == "TAKEN_OVER" for e in kill["timeline"])
+
+
+def test_fault_run_exit_code_reflects_the_scenarios(ros2_faults):
+    code, results, _ = ros2_faults
+    assert code == (0 if all(r["passed"] for r in results.values()) else 1)
+
+
+@pytest.fixture(scope="module")
+def unitree_crc(tmp_path_factory):
+    out = tmp_path_factory.mktemp("faults_unitree")
+    code, report, output = _sim2sim(out, "--interface", "unitree_dds", "--no-nominal", "--fault", "crc", "--fault", "estop")
+    return code, {r["scenario"]: r for r in report.get("results", [])}, output
+
+
+def test_corrupted_lowcmds_are_dropped_and_counted_by_the_bridge(unitree_crc):
+    _, results, output = unitree_crc
+    crc = results["crc"]
+    assert crc["probe"]["sent_bad"] == 20, output
+    assert crc["bridge_counters"]["bad_crc"] == 20
+    assert crc["ends_in_damp"]
+
+
+def test_remote_estop_over_unitree_dds_ends_in_damp(unitree_crc):
+    _, results, output = unitree_crc
+    estop = results["estop"]
+    assert estop["passed"] and estop["reason"] == "remote_estop", (estop.get("observed"), output)
+
+
+
+def test_corrupted_lowstates_go_stale_and_end_in_damp(unitree_crc):
+    _, results, output = unitree_crc
+    crc = results["crc"]
+    assert crc["passed"], (crc.get("observed"), output)
+    assert crc["reason"] in ("stale_state", "tick_stalled")
