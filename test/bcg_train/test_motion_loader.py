@@ -68,7 +68,7 @@ def test_joint_outside_limits_plus_margin(tmp_path):
 def test_frame_rate_checked_against_joint_speed(tmp_path):
     jump = share_file("models/motions/jump.csv")
     load_motion_csv(jump, CFG, fps=30)
-    with pytest.raises(MotionError, match=r"row \d+, column \d+ \(\w+\): joint moves at .* at 1000 fps, .* wrong frame rate"):
+    with pytest.raises(MotionError, match=r"row \d+, column \d+ \(\w+\): joint moves at .* at 1000 fps, over 1.5 x its limit .*wrong frame rate"):
         load_motion_csv(jump, CFG, fps=1000)
     with pytest.raises(MotionError, match="frame rate 0 fps"):
         load_motion_csv(jump, CFG, fps=0)
