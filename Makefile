@@ -15,7 +15,7 @@ COLCON_WS := $(shell mktemp -u /tmp/bcg-colcon-XXXXXX)
 export XLA_FLAGS ?= --xla_cpu_multi_thread_eigen=false
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
-.PHONY: setup setup-deploy sim2sim test pytest colcon-test robot-info clean-venv
+.PHONY: setup setup-deploy sim2sim test pytest colcon-test deploy-check robot-info clean-venv
 
 setup: $(STAMP_FULL)            ## everything: trainer, node, bridge, tests
 setup-deploy: $(STAMP_DEPLOY)   ## robot PC: node, sentinel, bridge (no JAX, no torch)
@@ -51,7 +51,12 @@ colcon-test: $(STAMP_FULL)      ## colcon build + test + test-result in a throwa
 	cd $(COLCON_WS) && PATH=$(abspath $(BIN)):$$PATH colcon test-result --test-result-base $(COLCON_WS)/build --verbose
 	rm -rf $(COLCON_WS)
 
-test: pytest colcon-test        ## the test command
+deploy-check:                   ## a robot-PC install (no JAX, no torch) imports every deployment module
+	$(MAKE) --no-print-directory setup-deploy VENV=.venv-deploy
+	.venv-deploy/bin/python -c "import importlib.util as u, sys; bad=[m for m in ('jax','torch','optax') if u.find_spec(m)]; sys.exit(f'deploy venv has {bad}' if bad else 0)"
+	.venv-deploy/bin/python -m bcg_robot.deploy_check
+
+test: pytest colcon-test deploy-check   ## the test command
 
 clean-venv:
 	rm -rf $(VENV)
