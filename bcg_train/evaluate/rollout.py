@@ -25,6 +25,7 @@ import onnxruntime as ort
 
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
+from bcg_robot.errors import ContractError
 from bcg_robot.model import joint_dof_indices, joint_qpos_indices
 from bcg_robot.pd import pd_torque
 from bcg_train.motion.reference import ReferenceMotion
@@ -47,11 +48,18 @@ class RolloutResult:
 
 
 def load_policy(path: str) -> tuple[ort.InferenceSession, PolicyContract]:
-    model = onnx.load(path)
+    try:
+        model = onnx.load(path)
+    except Exception as err:  # protobuf DecodeError, OSError
+        raise ContractError(path, f"not a readable ONNX model: {type(err).__name__}: {err}") from None
     contract = PolicyContract.from_metadata({p.key: p.value for p in model.metadata_props}, path)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"]), contract
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime rejects the graph
+        raise ContractError(path, f"onnxruntime cannot load the graph: {err}") from None
+    return session, contract
 
 
 def _foot_geoms(model: mujoco.MjModel, robot: RobotConfig) -> set[int]:

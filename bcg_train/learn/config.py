@@ -98,6 +98,12 @@ def load_train_config(path: str | Path, preset: str | None = None, overrides: di
 
 
 def config_hash(cfg: TrainConfig) -> str:
-    """Stable short hash of the resolved config (travels in checkpoints and ONNX metadata)."""
-    text = yaml.safe_dump(to_plain(cfg), sort_keys=True)
+    """Stable short hash of what determines training (travels in checkpoints and ONNX metadata).
+
+    Where the run writes (``run_dir``) and how often it checkpoints do not change the
+    result, so they are left out: a run resumed into another directory keeps its hash."""
+    plain = to_plain(cfg)
+    for key in ("run_dir", "checkpoint_every"):
+        plain.pop(key, None)
+    text = yaml.safe_dump(plain, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

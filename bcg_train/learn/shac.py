@@ -202,7 +202,7 @@ class SHAC:
         cfg = self.cfg
         rng, k_noise, k_critic = jax.random.split(state.rng, 3)
         (actor_loss, (env, records)), grads = jax.value_and_grad(self._rollout, has_aux=True)(state.actor, state, k_noise)
-        grad_norm = optax.global_norm(grads)
+        grad_norm = optax.tree.norm(grads)
         grads = jax.tree_util.tree_map(lambda g: jnp.nan_to_num(g), grads)
         updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
         actor = optax.apply_updates(state.actor, updates)
