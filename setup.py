@@ -21,6 +21,11 @@ def data_tree(folder: str) -> list[tuple[str, list[str]]]:
 
 CONSOLE_SCRIPTS = [
     "bcg-robot-info = bcg_robot.cli:main",
+    "bcg-make-motions = bcg_train.motion.synthesize:main",
+    "bcg-train = bcg_train.cli.train:main",
+    "bcg-export = bcg_train.cli.export:main",
+    "bcg-eval = bcg_train.cli.evaluate:main",
+    "bcg-benchmark = bcg_train.cli.benchmark:main",
 ]
 
 setup(
