@@ -220,8 +220,9 @@ class ImitationTask:
         )
         robot, ref = self.tracked(stepped), self.reference_at(frame)
         terms = reward_terms(self.cfg.rewards, robot, ref, action, state.last_action, xp=jnp)
-        reward = sum(terms.values())
-        done_term = terminated(self.cfg.termination, robot, ref, xp=jnp) | ~jnp.all(jnp.isfinite(sim.sim.data.qpos), axis=-1)
+        finite = jnp.all(jnp.isfinite(sim.sim.data.qpos), axis=-1) & jnp.all(jnp.isfinite(sim.sim.data.qvel), axis=-1)
+        reward = jnp.where(finite, sum(terms.values()), 0.0)
+        done_term = terminated(self.cfg.termination, robot, ref, xp=jnp) | ~finite
         done_trunc = (t >= self.episode_steps) & ~done_term
         terminal_obs = self.observe(stepped)
 
