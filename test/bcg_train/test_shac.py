@@ -64,6 +64,7 @@ def test_one_iteration_is_finite_and_lowers_the_actor_loss():
     assert int(new.iteration) == 1 and float(new.obs_stats.count) > float(state.obs_stats.count)
 
 
+@pytest.mark.slow
 def test_training_improves_the_point_mass(tmp_path):
     cfg = _cfg(tmp_path, "long", iterations=60, num_envs=16, horizon=16)
     _, _, history = train(cfg, task=PointMassTask(), progress=False)
@@ -131,6 +132,7 @@ DATA_PARALLEL_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_data_parallel_over_two_host_devices_matches_one_device():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", DATA_PARALLEL_SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
