@@ -47,6 +47,11 @@ class BCGConfig:
         force over the control step, i.e. the maximum over the step's physics
         substeps and over contacts of the normal constraint force of that substep.
       forward: what the rollout continues from (branch mean or nominal).
+
+    ``mode``, ``num_branches``, ``bundle_steps`` and ``forward`` shape the compiled
+    program. ``sigma_p``, ``sigma_v``, ``damping`` and ``force_threshold`` may also be
+    JAX scalars (e.g. arguments of a jitted function), so one compile serves several
+    values of them.
     """
 
     mode: Estimator = Estimator.BCG
@@ -65,5 +70,7 @@ class BCGConfig:
             raise ValueError("num_branches must be >= 1")
         if self.bundle_steps < 1:
             raise ValueError("bundle_steps must be >= 1")
-        if self.sigma_p < 0 or self.sigma_v < 0 or self.damping < 0:
-            raise ValueError("sigma_p, sigma_v and damping must be >= 0")
+        for name in ("sigma_p", "sigma_v", "damping"):
+            value = getattr(self, name)
+            if isinstance(value, (int, float)) and value < 0:
+                raise ValueError(f"{name} must be >= 0")

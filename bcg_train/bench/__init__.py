@@ -1,0 +1,1 @@
+"""Benchmarks of the differentiable simulator (CLIs, not timed tests)."""

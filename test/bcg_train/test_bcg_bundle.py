@@ -1,0 +1,185 @@
+"""Bundled Contact Gradients on a stiff two-link leg dropped on a plane.
+
+The compiled programs are shared between tests (sigma and tau are traced arguments),
+so the module compiles one plain, one BCG and one global-smoothing gradient.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bcg_train.bcg import BCGConfig, BundledSim, BundleForward, Estimator
+from bcg_train.bcg.diagnostics import perturbed_starts, sample_statistics
+from bcg_train.bcg.perturbation import damped_pseudo_inverse_map, integrate_configuration, joint_space_offsets
+from bcg_train.bcg.rollout import rollout_open_loop
+from bcg_train.sim import MjxSim
+from bcg_train.sim.contact import point_jacobian
+from bcg_train.sim.jax_setup import enable_compilation_cache
+from bcg_train.sim.toy_models import two_link_leg
+
+enable_compilation_cache()
+
+LEG_QPOS = np.array([0.0, 0.0, 0.4, -0.8])
+K, T, B = 16, 12, 8  # the foot lands in control step 9, then bounces on stiff contact
+TOY_TAU = 150.0  # N; the leg weighs ~56 N, its stiff impact peaks above 1 kN
+
+
+def leg_sim():
+    model, drive = two_link_leg(height=0.7, timeconst=0.005)  # time constant = 1 physics step
+    return MjxSim(model, drive, initial_qpos=LEG_QPOS)
+
+
+def height_cost(state, action):
+    return (state.data.qpos[1] + 0.12) ** 2 + 0.1 * state.data.qvel[1] ** 2 + 0.01 * jnp.sum(action**2)
+
+
+def _gradients(bsim, start, actions):
+    def total(a):
+        costs, final, substeps = rollout_open_loop(bsim, start, a, height_cost)
+        return jnp.sum(costs), (costs, substeps, final)
+
+    grads, (costs, substeps, final) = jax.grad(total, has_aux=True)(actions)
+    return grads, costs, substeps, final
+
+
+@functools.cache
+def programs():
+    sim = leg_sim()
+
+    def bcg(sigma_p, sigma_v, tau, start, actions):
+        config = BCGConfig(num_branches=B, sigma_p=sigma_p, sigma_v=sigma_v, force_threshold=tau)
+        return _gradients(BundledSim(sim, config), start, actions)
+
+    def smooth_nominal(start, actions):
+        config = BCGConfig(mode=Estimator.GLOBAL_SMOOTHING, num_branches=B, forward=BundleForward.NOMINAL)
+        return _gradients(BundledSim(sim, config), start, actions)
+
+    plain = BundledSim(sim, BCGConfig(mode=Estimator.PLAIN))
+    return sim, jax.jit(functools.partial(_gradients, plain)), jax.jit(bcg), jax.jit(smooth_nominal)
+
+
+def starts(seed=0, noise=1e-3):
+    sim = programs()[0]
+    return perturbed_starts(BundledSim(sim, BCGConfig(num_branches=B)), K, noise, jax.random.PRNGKey(seed))
+
+
+ACTIONS = jnp.broadcast_to(jnp.array([0.1, 0.1]), (K, T, 2)) + jnp.linspace(-0.3, 0.3, K)[:, None, None]
+
+
+@pytest.mark.slow
+def test_bcg_that_never_triggers_is_bit_identical_to_plain():
+    sim, plain_fn, bcg_fn, _ = programs()
+    start = starts()
+    plain = plain_fn(start, ACTIONS)
+    idle = bcg_fn(0.01, 0.02, 1e12, start, ACTIONS)
+    assert float(jnp.max(plain[3].sim.metrics["max_contact_force_peak"])) > 0  # feet are on the floor
+    np.testing.assert_array_equal(idle[0], plain[0])
+    np.testing.assert_array_equal(idle[1], plain[1])
+    np.testing.assert_array_equal(idle[3].sim.data.qpos, plain[3].sim.data.qpos)
+    assert int(jnp.sum(idle[3].bundle.num_started)) == 0
+    assert int(idle[2]) == int(plain[2]) == K * T * sim.n_substeps
+
+
+@pytest.mark.slow
+def test_zero_sigma_bcg_equals_plain():
+    _, plain_fn, bcg_fn, _ = programs()
+    start = starts()
+    plain = plain_fn(start, ACTIONS)
+    bundled = bcg_fn(0.0, 0.0, 0.0, start, ACTIONS)  # tau 0: bundles wherever a contact pushes
+    assert int(jnp.min(bundled[3].bundle.num_started)) >= 1  # bundles really ran
+    np.testing.assert_array_equal(bundled[1], plain[1])  # forward pass: bit for bit
+    np.testing.assert_array_equal(bundled[3].sim.data.qpos, plain[3].sim.data.qpos)
+    scale = float(jnp.max(jnp.abs(plain[0])))
+    np.testing.assert_allclose(bundled[0], plain[0], rtol=1e-3, atol=1e-5 * scale)
+
+
+@pytest.mark.slow
+def test_bcg_reduces_gradient_variance_on_stiff_bouncing_leg():
+    _, plain_fn, bcg_fn, _ = programs()
+    start = starts(seed=3)
+    actions = jnp.broadcast_to(jnp.array([0.1, 0.1]), (K, T, 2))  # same actions, perturbed starts
+    plain = plain_fn(start, actions)
+    bundled = bcg_fn(0.01, 0.02, TOY_TAU, start, actions)
+    assert np.all(np.isfinite(np.asarray(bundled[0]))) and np.all(np.isfinite(np.asarray(plain[0])))
+    assert int(jnp.min(bundled[3].bundle.num_started)) >= 1
+    _, plain_trace, _, plain_cos = sample_statistics(np.asarray(plain[0]))
+    _, bcg_trace, _, bcg_cos = sample_statistics(np.asarray(bundled[0]))
+    assert plain_trace / bcg_trace > 2.0, (plain_trace, bcg_trace)
+    assert bcg_cos > plain_cos
+
+
+@pytest.mark.slow
+def test_global_smoothing_bundles_every_step_and_nominal_forward_keeps_plain_values():
+    sim, plain_fn, _, smooth_fn = programs()
+    start = starts()
+    plain = plain_fn(start, ACTIONS)
+    smooth = smooth_fn(start, ACTIONS)
+    np.testing.assert_array_equal(smooth[3].bundle.num_started, T // 2)  # H = 2: a bundle every 2nd step
+    assert int(smooth[2]) == K * T * sim.n_substeps * (1 + B)
+    np.testing.assert_array_equal(smooth[1], plain[1])  # forward = nominal: plain values
+    assert np.all(np.isfinite(np.asarray(smooth[0])))
+    assert not np.allclose(smooth[0], plain[0], rtol=1e-2)  # but smoothed derivatives
+
+
+def test_trigger_fires_exactly_when_peak_contact_force_exceeds_tau():
+    sim = leg_sim()
+    step = jax.jit(jax.vmap(sim.step))
+    states = jax.vmap(sim.reset)(jax.random.split(jax.random.PRNGKey(0), 1))
+    pre, peaks = [], []
+    for _ in range(T + 6):
+        pre.append(states)
+        states = step(states, jnp.zeros((1, 2)))
+        peaks.append(float(jnp.max(states.info["contact_force_peak"])))
+    peaks = np.array(peaks)
+    touching = np.sort(peaks[peaks > 0])
+    assert touching.size >= 3
+    batch = jax.tree_util.tree_map(lambda *x: jnp.concatenate(x), *pre)  # every step's pre-state
+    bundled_step = jax.jit(lambda tau, s, a: BundledSim(sim, BCGConfig(num_branches=3, force_threshold=tau)).step(s, a))
+    wrap = BundledSim(sim, BCGConfig(num_branches=3)).wrap
+    nominal = step(batch, jnp.zeros((len(pre), 2)))
+    for tau in (0.5 * (touching[0] + touching[1]), float(touching[-2])):  # between two peaks; exactly at one
+        out = bundled_step(tau, wrap(batch), jnp.zeros((len(pre), 2)))
+        fired = peaks > tau
+        np.testing.assert_array_equal(np.asarray(out.bundle.started), fired)
+        assert fired.any() and not fired.all()
+        np.testing.assert_array_equal(np.asarray(out.bundle.steps_left), np.where(fired, 1, 0))
+        np.testing.assert_array_equal(out.sim.data.qpos[~fired], nominal.data.qpos[~fired])
+        assert not np.array_equal(out.sim.data.qpos[fired], nominal.data.qpos[fired])
+
+
+def test_pseudo_inverse_maps_cartesian_offset_onto_contact_point():
+    sim = leg_sim()
+    state = sim.reset(jax.random.PRNGKey(0))
+    data = state.data
+    shank = sim.mj_model.body("shank").id
+    foot = sim.mj_model.geom("foot").id
+    point = data.geom_xpos[foot]
+    jac = point_jacobian(sim.model, data, point, shank)
+    dp = jnp.array([[0.01, 0.0, -0.005], [-0.004, 0.0, 0.008]])  # in the leg's plane
+    dq = damped_pseudo_inverse_map(jac, dp, 1e-4)
+    np.testing.assert_allclose(dq @ jac.T, dp, rtol=1e-3, atol=1e-6)
+    for k in range(2):  # moving the configuration by dq moves the foot by ~dp
+        moved = sim.reset_to(integrate_configuration(sim.mj_model, data.qpos, dq[k]), data.qvel, state.rng).data
+        np.testing.assert_allclose(moved.geom_xpos[foot] - point, dp[k], atol=5e-4)
+
+
+def test_offsets_are_constants_and_scale_with_sigma():
+    sim = leg_sim()
+    data = sim.reset(jax.random.PRNGKey(0)).data
+    force = jnp.zeros((1,))
+
+    def f(qpos, sigma_p, sigma_v):
+        kin = sim.reset_to(qpos, data.qvel, jax.random.PRNGKey(0)).data
+        dq, dqd = joint_space_offsets(sim.mj_model, sim.model, kin, force, jax.random.PRNGKey(1), 256, sigma_p, sigma_v, 1e-4)
+        return jnp.sum(dq) + jnp.sum(dqd), (dq, dqd)
+
+    grad, (dq, dqd) = jax.grad(f, has_aux=True)(data.qpos, 0.01, 0.02)
+    np.testing.assert_array_equal(grad, 0.0)
+    ratio = float(jnp.linalg.norm(dqd)) / float(jnp.linalg.norm(dq))
+    assert 1.6 < ratio < 2.5  # sigma_v / sigma_p = 2 (independent samples)
+    _, (dq0, dqd0) = f(data.qpos, 0.0, 0.0)
+    np.testing.assert_array_equal(dq0, 0.0)
+    np.testing.assert_array_equal(dqd0, 0.0)
