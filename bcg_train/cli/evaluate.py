@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
 
         bridge = build_model(robot, "bridge")
-        train_model = build_model(robot, "train", physics_dt=cfg.task.physics_dt, contact=cfg.task.contact)
+        from bcg_train.tasks.imitation import training_model
+
+        train_model = training_model(cfg.task, robot)
         video = _VideoRecorder(bridge) if args.video else None
         results, train_results = [], []
         from tqdm import tqdm

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
@@ -41,6 +42,15 @@ from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.env import MjxSim
 from bcg_train.tasks.config import ImitationConfig
 from bcg_train.tasks.rewards import TrackedState, key_body_error, reward_terms, terminated
+
+
+def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
+    """The ``train`` model variant as this task simulates it (contact preset, solver)."""
+    model = build_model(robot, "train", physics_dt=cfg.physics_dt, contact=cfg.contact)
+    if cfg.lapack_free:
+        model.opt.solver = mujoco.mjtSolver.mjSOL_CG
+        model.opt.jacobian = mujoco.mjtJacobian.mjJAC_SPARSE
+    return model
 
 
 def resolve_share_path(path: str) -> Path:
@@ -96,7 +106,7 @@ class ImitationTask:
 
     def __init__(self, cfg: ImitationConfig, robot: RobotConfig, reference: ReferenceMotion | None = None):
         self.cfg, self.robot = cfg, robot
-        self.mj_model = build_model(robot, "train", physics_dt=cfg.physics_dt, contact=cfg.contact)
+        self.mj_model = training_model(cfg, robot)
         self.reference = reference or load_reference_motion(resolve_share_path(cfg.motion), robot, cfg.motion_fps, self.mj_model)
         self.sim = MjxSim(self.mj_model, JointDrive.from_robot_config(robot), SimConfig(control_dt=robot.control_dt))
         self.bsim = BundledSim(self.sim, cfg.bcg)
