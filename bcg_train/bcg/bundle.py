@@ -8,7 +8,8 @@ branches of a bundle are a second axis (K, B). Per control step and environment:
 2. Trigger (``BCG``): no bundle is running and the PEAK per-contact normal force
    over the step (max over physics substeps and candidate contacts, see
    :class:`~bcg_train.bcg.config.BCGConfig`) exceeds ``force_threshold``.
-   ``GLOBAL_SMOOTHING`` triggers whenever no bundle is running; ``PLAIN`` never.
+   ``GLOBAL_SMOOTHING`` is the same code with tau = -inf, so it triggers whenever no
+   bundle is running; ``PLAIN`` skips all of this.
 3. A triggered environment restarts the step from its pre-step state as B branches
    offset by :func:`~bcg_train.bcg.perturbation.joint_space_offsets` (constants),
    all driven by the same actions. The branches persist for ``bundle_steps``
@@ -116,6 +117,12 @@ class BundledSim:
         self.sim = sim
         self.config = config
 
+    def trigger_threshold(self):
+        """tau for BCG; -inf for global smoothing, which is BCG that always fires."""
+        if self.config.mode == Estimator.GLOBAL_SMOOTHING:
+            return -jnp.inf
+        return self.config.force_threshold
+
     def with_sim(self, sim: MjxSim) -> "BundledSim":
         return BundledSim(sim, self.config)
 
@@ -154,11 +161,8 @@ class BundledSim:
             return BundledState(sim=nominal, bundle=_idle(bundle))
 
         active = bundle.steps_left > 0
-        if cfg.mode == Estimator.BCG:
-            peak = jnp.max(nominal_contact.force_peak, axis=-1, initial=0.0)
-            start = (~active) & (peak > cfg.force_threshold)
-        else:
-            start = ~active
+        peak = jnp.max(nominal_contact.force_peak, axis=-1, initial=0.0)
+        start = (~active) & (peak > self.trigger_threshold())
         need = active | start
 
         def bundled(_):

@@ -8,6 +8,7 @@ rollout cost (taken as one ``grad`` of the batch sum, see
 * ``covariance_trace``: trace of the sample covariance, sum_k |g_k - mean|^2 / (K - 1);
 * ``norm_cv``: coefficient of variation (std / mean) of the norms |g_k|;
 * ``mean_cosine``: mean over k of cos(g_k, mean_gradient);
+* ``num_nonfinite``: samples whose gradient is not finite (left out of the above);
 * wall time per gradient (compile excluded) and physics substeps simulated per
   gradient (branches included).
 """
@@ -23,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bcg_train.bcg.bundle import BundledSim, BundledState
+from bcg_train.bcg.config import Estimator
 from bcg_train.bcg.perturbation import integrate_configuration
 from bcg_train.bcg.rollout import StepCost, rollout_open_loop, simulated_substeps
 from bcg_train.sim.env import SimState
@@ -32,6 +34,7 @@ from bcg_train.sim.env import SimState
 class GradientStatistics:
     estimator: str
     num_samples: int
+    num_nonfinite: int  # samples left out of the statistics (NaN/inf gradient)
     mean_gradient: np.ndarray
     covariance_trace: float
     norm_cv: float
@@ -78,12 +81,19 @@ def perturbed_starts(bsim: BundledSim, num_starts: int, qpos_noise: float, rng: 
 
 
 def make_open_loop_gradient_fn(bsim: BundledSim, step_cost: StepCost) -> Callable:
-    """Jitted ``f(geom_solref, geom_solimp, start, actions) -> (grads, costs, substeps,
-    bundles)``; contact parameters are arguments so one compile serves every contact
-    preset of a model (same structure and flags, other solref/solimp)."""
+    """Jitted ``f(geom_solref, geom_solimp, force_threshold, start, actions) -> (grads,
+    costs, substeps, bundles)``.
 
-    def gradients(geom_solref, geom_solimp, start: BundledState, actions: jax.Array):
-        b = bsim.with_sim(bsim.sim.with_contact_params(geom_solref, geom_solimp))
+    Contact parameters and the trigger threshold are arguments, so one compile serves
+    every contact preset of a model (same structure and flags, other solref/solimp),
+    and BCG and global smoothing (BCG with threshold -inf) share one program.
+    """
+    bundled = bsim.config.mode != Estimator.PLAIN
+    mode = Estimator.BCG if bundled else Estimator.PLAIN
+
+    def gradients(geom_solref, geom_solimp, force_threshold, start: BundledState, actions: jax.Array):
+        config = dataclasses.replace(bsim.config, mode=mode, force_threshold=force_threshold)
+        b = BundledSim(bsim.sim.with_contact_params(geom_solref, geom_solimp), config)
 
         def total(a):
             costs, final, substeps = rollout_open_loop(b, start, a, step_cost)
@@ -108,19 +118,21 @@ def open_loop_gradient_statistics(
     """Statistics of d cost / d actions over the K starts in ``start``.
 
     ``actions`` is one (T, nu) sequence shared by all starts (tiled to (K, T, nu), one
-    differentiated copy per start).
+    differentiated copy per start). ``gradient_fn`` (from
+    :func:`make_open_loop_gradient_fn`) lets several calls share one compile.
     """
     fn = gradient_fn or make_open_loop_gradient_fn(bsim, step_cost)
     solref = bsim.sim.model.geom_solref if geom_solref is None else geom_solref
     solimp = bsim.sim.model.geom_solimp if geom_solimp is None else geom_solimp
+    threshold = jnp.asarray(bsim.trigger_threshold(), bsim.sim.dtype)
     k = start.sim.step_count.shape[0]
     tiled = jnp.broadcast_to(jnp.asarray(actions, bsim.sim.dtype), (k,) + tuple(actions.shape))
     t0 = time.perf_counter()
-    jax.block_until_ready(fn(solref, solimp, start, tiled))
+    jax.block_until_ready(fn(solref, solimp, threshold, start, tiled))
     compile_time = time.perf_counter() - t0
     t0 = time.perf_counter()
     for _ in range(repeats):
-        grads, costs, substeps, bundles = jax.block_until_ready(fn(solref, solimp, start, tiled))
+        grads, costs, substeps, bundles = jax.block_until_ready(fn(solref, solimp, threshold, start, tiled))
     elapsed = (time.perf_counter() - t0) / repeats
     return _statistics(bsim, grads, costs, substeps, bundles, elapsed, compile_time)
 
@@ -163,14 +175,18 @@ def policy_gradient_statistics(
 
 
 def _statistics(bsim, grads, costs, substeps, bundles, elapsed, compile_time) -> GradientStatistics:
-    g = np.asarray(grads)
+    """Statistics over the finite gradient samples; non-finite ones are counted."""
+    g = np.asarray(grads).reshape(np.shape(grads)[0], -1)
     k = g.shape[0]
-    if not np.all(np.isfinite(g)):
-        raise FloatingPointError(f"{bsim.config.mode.value}: non-finite gradient")
-    mean, trace, cv, cosine = sample_statistics(g)
+    finite = np.all(np.isfinite(g), axis=1)
+    if finite.sum() >= 2:
+        mean, trace, cv, cosine = sample_statistics(g[finite])
+    else:
+        mean, trace, cv, cosine = np.full(g.shape[1], np.nan), float("nan"), float("nan"), float("nan")
     return GradientStatistics(
         estimator=bsim.config.mode.value,
         num_samples=k,
+        num_nonfinite=int(k - finite.sum()),
         mean_gradient=mean,
         covariance_trace=trace,
         norm_cv=cv,
