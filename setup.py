@@ -27,6 +27,11 @@ CONSOLE_SCRIPTS = [
     "policy_node = bcg_policy_node.node.policy_node:main",
     "sentinel = bcg_policy_node.sentinel.sentinel_node:main",
     "bcg-bench-node = bcg_policy_node.bench.bench_node:main",
+    "bcg-make-motions = bcg_train.motion.synthesize:main",
+    "bcg-train = bcg_train.cli.train:main",
+    "bcg-export = bcg_train.cli.export:main",
+    "bcg-eval = bcg_train.cli.evaluate:main",
+    "bcg-benchmark = bcg_train.cli.benchmark:main",
 ]
 
 setup(

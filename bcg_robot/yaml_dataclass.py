@@ -9,6 +9,7 @@ checkpoint and export).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from pathlib import Path
@@ -142,7 +143,9 @@ def from_mapping(cls: type[T], data: dict[str, Any], source: str = "<config>") -
 
 
 def to_plain(obj: Any) -> Any:
-    """Dataclasses, tuples and numpy arrays as plain YAML-able Python values."""
+    """Dataclasses, tuples, enums and numpy arrays as plain YAML-able Python values."""
+    if isinstance(obj, enum.Enum):
+        return to_plain(obj.value)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
     if isinstance(obj, (list, tuple)):

@@ -1,0 +1,164 @@
+"""bcg-eval: roll an ONNX policy in the `bridge` model with plain MuJoCo over several seeds.
+
+Prints falls, tracking error E_track (cm) and the foot-penetration difference between
+the training simulation (the `train` model variant the trainer simulates in MJX, rolled
+here with MuJoCo C) and the bridge model; writes a plot (PNG), a JSON summary and, when
+offscreen rendering works, a video of the first seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # offscreen rendering without a display, before mujoco loads
+
+import numpy as np
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.errors import ContractError, exit_on_input_error
+from bcg_robot.model import build_model
+
+
+def _plot(results, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_h, ax_e) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for r in results:
+        label = f"seed {r.seed}" + (" (fell)" if r.fell else "")
+        ax_h.plot(r.time, r.root_height, label=label)
+        ax_e.plot(r.time, 100 * r.tracking_error, label=label)
+    ax_h.axhline(0.3, color="k", ls="--", lw=0.8)
+    ax_h.set_ylabel("root height (m)")
+    ax_e.set_ylabel("E_track (cm)")
+    ax_e.set_xlabel("time (s)")
+    ax_h.legend(fontsize=7, ncol=3)
+    ax_h.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+class _VideoRecorder:
+    """Offscreen frames at 25 fps; disabled with a reason if rendering is unavailable."""
+
+    def __init__(self, model, fps: float = 25.0):
+        self.frames, self.fps, self.error, self.next_t = [], fps, None, 0.0
+        try:
+            import mujoco
+
+            self.renderer = mujoco.Renderer(model, 240, 320)
+            self.camera = mujoco.MjvCamera()
+            self.camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            self.camera.trackbodyid = model.body("pelvis").id
+            self.camera.distance, self.camera.elevation, self.camera.azimuth = 2.5, -15.0, 135.0
+        except Exception as err:  # no OpenGL context on this machine
+            self.renderer, self.error = None, f"{type(err).__name__}: {err}"
+
+    def __call__(self, data, t: float) -> None:
+        if self.renderer is None or t + 1e-9 < self.next_t:
+            return
+        self.renderer.update_scene(data, self.camera)
+        self.frames.append(self.renderer.render().copy())
+        self.next_t += 1.0 / self.fps
+
+    def save(self, path: Path) -> str:
+        if self.renderer is None:
+            return f"video skipped (offscreen rendering unavailable: {self.error})"
+        import imageio
+
+        try:
+            imageio.mimsave(str(path), self.frames, fps=self.fps)
+        except Exception as err:
+            path = path.with_suffix(".gif")
+            imageio.mimsave(str(path), self.frames, duration=1.0 / self.fps)
+        return f"video {path}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bcg-eval", description=__doc__.splitlines()[0])
+    parser.add_argument("policy", type=Path, help="ONNX policy exported by bcg-export")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per rollout")
+    parser.add_argument("--motion", type=Path, default=None, help="reference CSV (default: models/motions/<motion id>.csv)")
+    parser.add_argument("--train-config", type=Path, default=None, help="training config (DR ranges, contact; default: <policy>.train.yaml)")
+    parser.add_argument("--no-dr", action="store_true", help="evaluate without domain randomization")
+    parser.add_argument("--out", type=Path, default=None, help="output folder for plot/summary/video (default: next to the policy)")
+    parser.add_argument("--video", action="store_true", help="try to record a video of the first seed")
+    args = parser.parse_args(argv)
+
+    with exit_on_input_error(parser.prog):
+        from bcg_robot.paths import share_file
+        from bcg_robot.yaml_dataclass import load_dataclass
+        from bcg_train.evaluate.rollout import load_policy, rollout
+        from bcg_train.learn.config import TrainConfig
+        from bcg_train.motion.reference import load_reference_motion
+
+        robot = load_robot_config()
+        if not args.policy.is_file():
+            raise ContractError(args.policy, "no such policy file")
+        session, contract = load_policy(str(args.policy))
+        contract.check_against(robot, str(args.policy))
+        train_yaml = args.train_config or args.policy.with_suffix(".train.yaml")
+        cfg = load_dataclass(TrainConfig, train_yaml) if train_yaml.is_file() else TrainConfig()
+        dr = cfg.task.domain if not args.no_dr else type(cfg.task.domain)(enabled=False)
+        motion = args.motion or share_file(f"models/motions/{contract.motion_id}.csv")
+        if contract.motion_id == "default_pose" and args.motion is None:
+            motion = share_file("models/motions/stand.csv")
+        reference = load_reference_motion(motion, robot)
+        out = args.out or args.policy.parent / f"{args.policy.stem}_eval"
+        out.mkdir(parents=True, exist_ok=True)
+
+        bridge = build_model(robot, "bridge")
+        from bcg_train.tasks.imitation import training_model
+
+        train_model = training_model(cfg.task, robot)
+        video = _VideoRecorder(bridge) if args.video else None
+        results, train_results = [], []
+        from tqdm import tqdm
+
+        for seed in tqdm(range(args.seeds), desc="bcg-eval", leave=False):
+            results.append(rollout(session, contract, bridge, robot, reference, seed, args.duration, dr, video if seed == 0 else None))
+            train_results.append(rollout(session, contract, train_model, robot, reference, seed, args.duration, dr))
+
+        print(f"policy {args.policy} (motion '{contract.motion_id}', {args.duration:g} s, DR {'off' if args.no_dr else 'on'})")
+        print(f"{'seed':>4} {'fell':>5} {'survived s':>10} {'E_track cm':>10} {'pen. bridge mm':>14} {'pen. train mm':>13} {'diff mm':>8}")
+        for r, tr in zip(results, train_results):
+            print(
+                f"{r.seed:>4} {str(r.fell):>5} {r.survived_s:>10.2f} {r.tracking_error_cm:>10.2f} "
+                f"{r.foot_penetration_mm:>14.2f} {tr.foot_penetration_mm:>13.2f} {tr.foot_penetration_mm - r.foot_penetration_mm:>8.2f}"
+            )
+        falls = sum(r.fell for r in results)
+        e_track = np.array([r.tracking_error_cm for r in results])
+        pen_diff = np.array([tr.foot_penetration_mm - r.foot_penetration_mm for r, tr in zip(results, train_results)])
+        summary = {
+            "policy": str(args.policy), "motion": contract.motion_id, "seeds": args.seeds, "duration_s": args.duration,
+            "domain_randomization": not args.no_dr, "falls": falls,
+            "tracking_error_cm_mean": float(e_track.mean()), "tracking_error_cm_std": float(e_track.std()),
+            "foot_penetration_diff_mm_mean": float(pen_diff.mean()),
+            "train_sim_falls": sum(r.fell for r in train_results),
+            "per_seed": [
+                {"seed": r.seed, "fell": r.fell, "survived_s": r.survived_s, "tracking_error_cm": r.tracking_error_cm,
+                 "foot_penetration_bridge_mm": r.foot_penetration_mm, "foot_penetration_train_mm": tr.foot_penetration_mm,
+                 "domain": r.domain}
+                for r, tr in zip(results, train_results)
+            ],
+        }
+        _plot(results, out / "eval.png", f"{args.policy.name}: {falls}/{args.seeds} falls, E_track {e_track.mean():.1f} cm")
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        print(
+            f"falls {falls}/{args.seeds}, E_track {e_track.mean():.2f} +- {e_track.std():.2f} cm, "
+            f"foot penetration train - bridge {pen_diff.mean():+.2f} mm; plot {out / 'eval.png'}"
+        )
+        if video is not None:
+            print(video.save(out / "seed0.mp4"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""bcg-export: write the ONNX policy of a training checkpoint (raw robot state in, joint targets out)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.errors import exit_on_input_error
+from bcg_robot.yaml_dataclass import dump_dataclass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bcg-export", description=__doc__)
+    parser.add_argument("checkpoint", type=Path, help="checkpoint .pkl or a run directory (latest checkpoint)")
+    parser.add_argument("--out", type=Path, required=True, help="ONNX file to write")
+    args = parser.parse_args(argv)
+    with exit_on_input_error(parser.prog):
+        from bcg_train.export.policy import export_onnx
+        from bcg_train.learn.train import load_checkpoint
+        from bcg_train.motion.reference import load_reference_motion
+        from bcg_train.tasks.imitation import resolve_share_path
+
+        ckpt = load_checkpoint(args.checkpoint)
+        robot = load_robot_config()
+        ref = load_reference_motion(resolve_share_path(ckpt.config.task.motion), robot, ckpt.config.task.motion_fps)
+        path = export_onnx(args.out, ckpt.config, robot, ckpt.state.actor, ckpt.state.obs_stats, ref.name, ref.length_s)
+        dump_dataclass(ckpt.config, path.with_suffix(".train.yaml"))
+        print(f"bcg-export: {path} (iteration {int(ckpt.state.iteration)} of {ckpt.path}, motion '{ref.name}' {ref.length_s:.2f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

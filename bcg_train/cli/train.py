@@ -1,0 +1,48 @@
+"""bcg-train: train a motion-imitation policy with SHAC (+ BCG) from a typed YAML config."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from bcg_robot.errors import exit_on_input_error
+from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, load_train_config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bcg-train", description=__doc__)
+    parser.add_argument("--task", required=True, help="task name: config/train/<task>.yaml (e.g. stand, squat, jump)")
+    parser.add_argument("--config", type=Path, default=None, help="training config YAML (default: config/train/<task>.yaml)")
+    parser.add_argument("--preset", choices=PRESETS, default=None, help="size preset merged over the config")
+    parser.add_argument("--run-dir", default=None, help="output directory (default: runs/<task>-<preset>)")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--iterations", type=int, default=None, help="override shac.iterations")
+    parser.add_argument("--resume", type=Path, default=None, help="checkpoint file or run directory to continue")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+
+    with exit_on_input_error(parser.prog):
+        path = args.config or TRAIN_CONFIG_DIR / f"{args.task}.yaml"
+        overrides: dict = {"run_dir": args.run_dir or f"runs/{args.task}-{args.preset or 'default'}"}
+        if args.seed is not None:
+            overrides["seed"] = args.seed
+        if args.iterations is not None:
+            overrides["shac"] = {"iterations": args.iterations}
+        cfg = load_train_config(path, args.preset, overrides)
+        from bcg_train.learn.train import train  # JAX import after argument errors
+
+        t0 = time.perf_counter()
+        _, state, history = train(cfg, resume=args.resume, progress=not args.no_progress)
+        wall = time.perf_counter() - t0
+        last = history[-1] if history else {}
+        print(
+            f"bcg-train: {int(state.iteration)} iterations, {last.get('env_steps', 0):.0f} env steps, wall {wall:.0f} s, "
+            f"reward {last.get('reward', float('nan')):.4f}, tracking error {100 * last.get('tracking_error_m', float('nan')):.2f} cm; "
+            f"run dir {cfg.run_dir}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Sim-to-sim evaluation of exported ONNX policies in plain MuJoCo."""

@@ -1,0 +1,78 @@
+"""From a trained SHAC state to the deployable ONNX policy (via :mod:`bcg_train.export.onnx_graph`).
+
+The JAX actor (hidden layers Linear -> LayerNorm(eps 1e-5) -> ELU, linear output,
+weights (in, out)) and the observation normalizer map one to one onto
+``PolicyWeights`` / ``DenseLayer``; the contract records the robot, observation spec,
+motion id and length, the hash of the resolved training config and the source commit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.contract import PolicyContract
+from bcg_robot.observation import build_observation
+from bcg_train.export.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
+from bcg_train.learn.config import TrainConfig, config_hash
+from bcg_train.learn.networks import RunningStats, policy_action
+
+
+def source_commit() -> str:
+    """The commit of the source tree (with ``-dirty`` if it has uncommitted changes), or ''."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def policy_weights(actor: list[dict[str, Any]], stats: RunningStats, obs_clip: float, action_clip: float) -> PolicyWeights:
+    layers = []
+    for layer in actor:
+        hidden = "ln_scale" in layer
+        layers.append(
+            DenseLayer(
+                weight=np.asarray(layer["w"], np.float64),
+                bias=np.asarray(layer["b"], np.float64),
+                ln_scale=np.asarray(layer["ln_scale"], np.float64) if hidden else None,
+                ln_bias=np.asarray(layer["ln_bias"], np.float64) if hidden else None,
+                elu=hidden,
+            )
+        )
+    return PolicyWeights(
+        obs_mean=np.asarray(stats.mean, np.float64), obs_std=np.asarray(stats.std, np.float64),
+        layers=tuple(layers), obs_clip=float(obs_clip), action_clip=float(action_clip),
+    )
+
+
+def policy_contract(cfg: TrainConfig, robot: RobotConfig, motion_id: str, motion_length_s: float) -> PolicyContract:
+    return PolicyContract.for_robot(
+        robot,
+        observation_spec=tuple(cfg.task.observation_spec),
+        motion_id=motion_id,
+        motion_length_s=float(motion_length_s),
+        config_hash=config_hash(cfg),
+        source_commit=source_commit(),
+    )
+
+
+def jax_policy_on_raw(contract: PolicyContract, actor, stats: RunningStats, obs_clip: float, action_clip: float, raw: dict) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The trained JAX policy on raw robot state: (joint_targets, action), as the ONNX graph computes them."""
+    q0 = jnp.asarray(contract.default_pose, jnp.float32)
+    obs = build_observation(contract.observation_spec, {k: jnp.asarray(v) for k, v in raw.items()}, q0, xp=jnp)
+    action = policy_action(actor, stats, obs, obs_clip, action_clip)
+    return q0 + jnp.asarray(contract.action_scale, jnp.float32) * action, action
+
+
+def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, stats: RunningStats, motion_id: str, motion_length_s: float) -> Path:
+    contract = policy_contract(cfg, robot, motion_id, motion_length_s)
+    weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip)
+    return save_policy_onnx(path, contract, weights)

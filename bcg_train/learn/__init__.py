@@ -1,0 +1,1 @@
+"""Policy learning: SHAC (first-order, through the simulator) and its building blocks."""

@@ -1,0 +1,109 @@
+"""Typed training configuration: task + learner + run settings, loaded from YAML with presets.
+
+``config/train/<task>.yaml`` holds a full :class:`TrainConfig` mapping;
+``config/train/presets/<preset>.yaml`` holds a partial mapping merged over it
+(nested keys merge, lists replace). Unknown keys anywhere are one-line errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bcg_robot.errors import ConfigError
+from bcg_robot.paths import share_file
+from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping, to_plain
+from bcg_train.tasks.config import ImitationConfig
+
+TRAIN_CONFIG_DIR = share_file("config/train")
+PRESETS = ("cpu-small", "gpu")
+
+
+@dataclasses.dataclass(frozen=True)
+class SHACConfig:
+    """SHAC hyperparameters; defaults are the published ones (bcg_method.md)."""
+
+    num_envs: int = 64
+    horizon: int = 32
+    iterations: int = 3000
+    actor_hidden: tuple[int, ...] = (512, 256, 128)
+    critic_hidden: tuple[int, ...] = (256, 256)
+    num_critics: int = 3
+    actor_lr: float = 5e-3
+    critic_lr: float = 2e-3
+    lr_end: float = 1e-5
+    betas: tuple[float, float] = (0.7, 0.95)
+    gamma: float = 0.99
+    td_lambda: float = 0.95
+    critic_iterations: int = 16
+    critic_minibatches: int = 4
+    actor_grad_clip: float = 1.0
+    critic_grad_clip: float = 10.0
+    target_critic_alpha: float = 0.2  # target <- alpha * target + (1 - alpha) * critic
+    action_noise_std: float = 0.1  # exploration noise on the raw action during training
+    actor_output_scale: float = 0.01  # initial last-layer scale: start near the default pose
+    obs_clip: float = 10.0
+    action_clip: float = 5.0
+
+    def validate(self) -> None:
+        positive = ("num_envs", "horizon", "iterations", "num_critics", "critic_iterations", "critic_minibatches")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"shac.{name} must be >= 1")
+        if (self.num_envs * self.horizon) % self.critic_minibatches:
+            raise ValueError("shac.critic_minibatches must divide num_envs * horizon")
+        if not (0 < self.gamma <= 1 and 0 <= self.td_lambda <= 1):
+            raise ValueError("shac.gamma must be in (0, 1] and shac.td_lambda in [0, 1]")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    task: ImitationConfig = ImitationConfig()
+    shac: SHACConfig = SHACConfig()
+    seed: int = 0
+    run_dir: str = "runs/stand"
+    checkpoint_every: int = 50  # iterations (and always at the end)
+    devices: int = 0  # data-parallel devices (0: all visible)
+
+    def validate(self) -> None:
+        self.task.validate()
+        self.shac.validate()
+        if self.devices < 0:
+            raise ValueError("devices must be >= 0")
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def load_train_config(path: str | Path, preset: str | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    data = read_yaml_mapping(path)
+    source = str(path)
+    if preset is not None:
+        preset_path = TRAIN_CONFIG_DIR / "presets" / f"{preset}.yaml"
+        if not preset_path.is_file():
+            raise ConfigError(preset_path, f"unknown preset '{preset}' (known: {', '.join(PRESETS)})")
+        data = deep_merge(data, read_yaml_mapping(preset_path))
+        source = f"{path} + preset {preset}"
+    if overrides:
+        data = deep_merge(data, overrides)
+    return from_mapping(TrainConfig, data, source)
+
+
+def config_hash(cfg: TrainConfig) -> str:
+    """Stable short hash of what determines training (travels in checkpoints and ONNX metadata).
+
+    Where the run writes (``run_dir``) and how often it checkpoints do not change the
+    result, so they are left out: a run resumed into another directory keeps its hash."""
+    plain = to_plain(cfg)
+    for key in ("run_dir", "checkpoint_every"):
+        plain.pop(key, None)
+    text = yaml.safe_dump(plain, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

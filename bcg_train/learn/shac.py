@@ -1,0 +1,233 @@
+"""SHAC: short-horizon actor-critic with analytic gradients through the simulator.
+
+One iteration (``jax.jit``-compiled, the rollout under ``jax.lax.scan``):
+
+1. Roll the batch ``horizon`` control steps with the current actor (plus fixed
+   Gaussian exploration noise), differentiating through the simulator (BCG at stiff
+   contact, per the task's config). The actor loss is the negative discounted return
+   of the window, bootstrapped with the target critics' mean value at the window end
+   and at time-limit truncations (not at terminations), averaged over steps and envs.
+2. One clipped Adam step on the actor (:func:`make_optimizer`).
+3. TD(lambda) targets from the window (:func:`td_lambda_returns`) and
+   ``critic_iterations`` passes over ``critic_minibatches`` minibatches for the critic
+   ensemble; soft update of the target critics.
+4. The observation normalizer absorbs the window's observations.
+
+The environment state carried to the next iteration is cut from the graph
+(``stop_gradient``): gradients never cross a window boundary.
+
+A task is anything with ``obs_size``, ``action_size``, ``reset(rng, num_envs)``,
+``observe(state)`` and ``step(state, action) -> (state, StepOutput)`` (see
+:class:`bcg_train.tasks.imitation.ImitationTask`).
+
+Data parallelism: environments are split across devices along the batch axis
+(``NamedSharding`` over a 1-D mesh ``envs``); parameters and optimizer state are
+replicated; XLA inserts the cross-device reductions of the losses and gradients.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from bcg_train.learn.config import SHACConfig
+from bcg_train.learn.networks import RunningStats, init_mlp, mlp_apply, policy_action
+
+Params = Any
+
+
+# -- named building blocks -------------------------------------------------------------
+def linear_decay_schedule(lr: float, lr_end: float, steps: int) -> optax.Schedule:
+    """Learning rate decaying linearly from ``lr`` to ``lr_end`` over ``steps`` updates."""
+    return optax.linear_schedule(init_value=lr, end_value=lr_end, transition_steps=max(steps, 1))
+
+
+def make_optimizer(schedule: optax.Schedule, betas: tuple[float, float], max_grad_norm: float) -> optax.GradientTransformation:
+    """Gradient-norm clipping followed by Adam with the given betas."""
+    return optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(schedule, b1=betas[0], b2=betas[1]))
+
+
+def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
+    """Values of every critic of the ensemble, shape (num_critics, ...)."""
+    return jax.vmap(lambda p: mlp_apply(p, obs)[..., 0])(critics)
+
+
+def td_lambda_returns(
+    rewards: jax.Array, next_values: jax.Array, continues: jax.Array, gamma: float, lam: float
+) -> jax.Array:
+    """TD(lambda) returns over a window, all arrays (T, K).
+
+    ``next_values[t]``: value of the state after step t (0 after a termination, the
+    pre-reset value after a truncation); ``continues[t]``: 0 where the episode ended
+    at step t, so the lambda-return does not reach into the next episode.
+    ``G_t = r_t + gamma ((1 - lam c_t) V_{t+1} + lam c_t G_{t+1})``, ``G_T = V_T``.
+    """
+
+    def back(g_next, x):
+        r, v, c = x
+        g = r + gamma * ((1.0 - lam * c) * v + lam * c * g_next)
+        return g, g
+
+    _, returns = jax.lax.scan(back, next_values[-1], (rewards, next_values, continues), reverse=True)
+    return returns
+
+
+# -- training state ----------------------------------------------------------------------
+@functools.partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["actor", "critics", "target_critics", "actor_opt", "critic_opt", "obs_stats", "env", "rng", "iteration"],
+    meta_fields=[],
+)
+@dataclasses.dataclass(frozen=True)
+class SHACState:
+    actor: Params
+    critics: Params  # stacked ensemble, leading axis num_critics
+    target_critics: Params
+    actor_opt: Any
+    critic_opt: Any
+    obs_stats: RunningStats
+    env: Any
+    rng: jax.Array
+    iteration: jax.Array
+
+
+class SHAC:
+    """The learner for one task and config; :meth:`iteration` is the jitted step."""
+
+    def __init__(self, task: Any, cfg: SHACConfig, num_devices: int = 1):
+        self.task, self.cfg = task, cfg
+        self.actor_sizes = (task.obs_size, *cfg.actor_hidden, task.action_size)
+        self.critic_sizes = (task.obs_size, *cfg.critic_hidden, 1)
+        self.actor_tx = make_optimizer(linear_decay_schedule(cfg.actor_lr, cfg.lr_end, cfg.iterations), cfg.betas, cfg.actor_grad_clip)
+        critic_updates = cfg.iterations * cfg.critic_iterations * cfg.critic_minibatches
+        self.critic_tx = make_optimizer(linear_decay_schedule(cfg.critic_lr, cfg.lr_end, critic_updates), cfg.betas, cfg.critic_grad_clip)
+        devices = jax.devices()[: num_devices or None]
+        if cfg.num_envs % len(devices):
+            raise ValueError(f"num_envs {cfg.num_envs} is not divisible by {len(devices)} devices")
+        self.mesh = Mesh(np.asarray(devices), ("envs",))
+
+    # -- init ---------------------------------------------------------------------------
+    def init(self, seed: int) -> SHACState:
+        rng = jax.random.PRNGKey(seed)
+        k_actor, k_critic, k_env, k_next = jax.random.split(rng, 4)
+        actor = init_mlp(k_actor, self.actor_sizes, self.cfg.actor_output_scale)
+        critics = jax.vmap(lambda k: init_mlp(k, self.critic_sizes))(jax.random.split(k_critic, self.cfg.num_critics))
+        env = jax.jit(self.task.reset, static_argnums=1)(k_env, self.cfg.num_envs)
+        stats = RunningStats.create(self.task.obs_size)
+        state = SHACState(
+            actor=actor, critics=critics, target_critics=critics, actor_opt=self.actor_tx.init(actor),
+            critic_opt=self.critic_tx.init(critics), obs_stats=stats, env=env, rng=k_next,
+            iteration=jnp.zeros((), jnp.int32),
+        )
+        return self.shard(state)
+
+    def shardings(self, state: SHACState):
+        """Env-batch leaves split over devices, everything else replicated."""
+        split = NamedSharding(self.mesh, PartitionSpec("envs"))
+        repl = NamedSharding(self.mesh, PartitionSpec())
+        n = self.cfg.num_envs
+
+        def env_leaf(x):
+            return split if getattr(x, "ndim", 0) >= 1 and x.shape[0] == n else repl
+
+        env = jax.tree_util.tree_map(env_leaf, state.env)
+        rest = jax.tree_util.tree_map(lambda _: repl, dataclasses.replace(state, env=None))
+        return dataclasses.replace(rest, env=env)
+
+    def shard(self, state: SHACState) -> SHACState:
+        return jax.device_put(state, self.shardings(state))
+
+    # -- the iteration ------------------------------------------------------------------------
+    def _rollout(self, actor: Params, state: SHACState, noise_key: jax.Array):
+        cfg, task = self.cfg, self.task
+        stats, target = state.obs_stats, state.target_critics
+        value = lambda obs: jnp.mean(ensemble_values(target, stats.normalize(obs, cfg.obs_clip)), axis=0)
+        noise = cfg.action_noise_std * jax.random.normal(noise_key, (cfg.horizon, cfg.num_envs, task.action_size))
+
+        def body(carry, eps):
+            env, discount, ret_acc, loss_acc = carry
+            obs = task.observe(env)
+            action = jnp.clip(policy_action(actor, stats, obs, cfg.obs_clip, cfg.action_clip) + eps, -cfg.action_clip, cfg.action_clip)
+            env, out = task.step(env, action)
+            ret_acc = ret_acc + discount * out.reward
+            done = out.terminated | out.truncated
+            boot = jnp.where(out.truncated, value(out.terminal_obs), 0.0)
+            loss_acc = loss_acc + jnp.where(done, ret_acc + discount * cfg.gamma * boot, 0.0)
+            ret_acc = jnp.where(done, 0.0, ret_acc)
+            discount = jnp.where(done, 1.0, discount * cfg.gamma)
+            next_value = jnp.where(out.terminated, 0.0, jnp.where(out.truncated, boot, value(out.obs)))
+            record = (obs, out.reward, jax.lax.stop_gradient(next_value), (~done).astype(jnp.float32), out.metrics, done)
+            return (env, discount, ret_acc, loss_acc), record
+
+        k = cfg.num_envs
+        init = (state.env, jnp.ones((k,)), jnp.zeros((k,)), jnp.zeros((k,)))
+        (env, discount, ret_acc, loss_acc), records = jax.lax.scan(body, init, noise)
+        loss_acc = loss_acc + ret_acc + discount * value(task.observe(env))
+        actor_loss = -jnp.sum(loss_acc) / (cfg.horizon * k)
+        return actor_loss, (env, records)
+
+    def _critic_update(self, state: SHACState, obs: jax.Array, targets: jax.Array, key: jax.Array):
+        cfg = self.cfg
+        x = state.obs_stats.normalize(obs.reshape(-1, obs.shape[-1]), cfg.obs_clip)
+        y = targets.reshape(-1)
+        n, mb = y.shape[0], y.shape[0] // cfg.critic_minibatches
+
+        def loss_fn(critics, xb, yb):
+            return jnp.mean((ensemble_values(critics, xb) - yb[None]) ** 2)
+
+        def epoch(carry, k):
+            critics, opt = carry
+            perm = jax.random.permutation(k, n).reshape(cfg.critic_minibatches, mb)
+
+            def minibatch(carry, idx):
+                critics, opt = carry
+                loss, grads = jax.value_and_grad(loss_fn)(critics, x[idx], y[idx])
+                updates, opt = self.critic_tx.update(grads, opt, critics)
+                return (optax.apply_updates(critics, updates), opt), loss
+
+            (critics, opt), losses = jax.lax.scan(minibatch, (critics, opt), perm)
+            return (critics, opt), jnp.mean(losses)
+
+        (critics, opt), losses = jax.lax.scan(epoch, (state.critics, state.critic_opt), jax.random.split(key, cfg.critic_iterations))
+        return critics, opt, losses[-1]
+
+    def iteration(self, state: SHACState) -> tuple[SHACState, dict[str, jax.Array]]:
+        cfg = self.cfg
+        rng, k_noise, k_critic = jax.random.split(state.rng, 3)
+        (actor_loss, (env, records)), grads = jax.value_and_grad(self._rollout, has_aux=True)(state.actor, state, k_noise)
+        grad_norm = optax.tree.norm(grads)
+        grads = jax.tree_util.tree_map(lambda g: jnp.nan_to_num(g), grads)
+        updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
+        actor = optax.apply_updates(state.actor, updates)
+
+        obs, rewards, next_values, continues, step_metrics, done = records
+        targets = td_lambda_returns(rewards, next_values, continues, cfg.gamma, cfg.td_lambda)
+        critics, critic_opt, critic_loss = self._critic_update(state, obs, jax.lax.stop_gradient(targets), k_critic)
+        alpha = cfg.target_critic_alpha
+        target = jax.tree_util.tree_map(lambda t, c: alpha * t + (1 - alpha) * c, state.target_critics, critics)
+
+        new = SHACState(
+            actor=actor, critics=critics, target_critics=target, actor_opt=actor_opt, critic_opt=critic_opt,
+            obs_stats=state.obs_stats.update(obs), env=jax.lax.stop_gradient(env), rng=rng, iteration=state.iteration + 1,
+        )
+        metrics = {name: jnp.mean(v) for name, v in step_metrics.items()}
+        metrics.update(
+            actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),
+            episodes_ended=jnp.sum(done.astype(jnp.float32)),
+        )
+        return new, metrics
+
+    def jit_iteration(self, state: SHACState) -> Callable[[SHACState], tuple[SHACState, dict]]:
+        shardings = self.shardings(state)
+        return jax.jit(self.iteration, in_shardings=(shardings,), out_shardings=(shardings, None))
+
+    def policy_fn(self, state: SHACState) -> Callable[[jax.Array], jax.Array]:
+        cfg = self.cfg
+        return lambda obs: policy_action(state.actor, state.obs_stats, obs, cfg.obs_clip, cfg.action_clip)

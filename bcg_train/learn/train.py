@@ -1,0 +1,169 @@
+"""``train(cfg) -> (policy, params, metrics)``: the SHAC training loop with logging and checkpoints.
+
+Per run directory (``cfg.run_dir``):
+
+``config.yaml``          the resolved :class:`TrainConfig` (``bcg_robot.yaml_dataclass.dump_dataclass``)
+``metrics.csv``          one row per iteration (also as TensorBoard scalars in ``tb/``)
+``checkpoints/NNNNNN.pkl`` the full training state (learner, optimizers, normalizer, environments,
+                          RNG) plus the resolved config and its hash; :func:`train` with
+                          ``resume=...`` continues bit for bit as if never interrupted.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import pickle
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from tqdm import tqdm
+
+from bcg_robot.config import RobotConfig, load_robot_config
+from bcg_robot.errors import BCGInputError
+from bcg_robot.yaml_dataclass import dump_dataclass, from_mapping, to_plain
+from bcg_train.learn.config import TrainConfig, config_hash
+from bcg_train.learn.shac import SHAC, SHACState
+from bcg_train.sim.jax_setup import enable_compilation_cache
+
+CHECKPOINT_FORMAT = 1
+
+
+class CheckpointError(BCGInputError):
+    """A checkpoint that cannot be used."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    config: TrainConfig
+    state: SHACState  # host (numpy) arrays
+    path: Path
+
+
+def save_checkpoint(path: Path, cfg: TrainConfig, state: SHACState) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": CHECKPOINT_FORMAT,
+        "config": to_plain(cfg),
+        "config_hash": config_hash(cfg),
+        "state": jax.device_get(state),
+    }
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(path)
+    return path
+
+
+def load_checkpoint(path: str | Path) -> Checkpoint:
+    path = Path(path)
+    if path.is_dir():
+        found = sorted((path / "checkpoints").glob("*.pkl")) or sorted(path.glob("*.pkl"))
+        if not found:
+            raise CheckpointError(path, "no checkpoint (*.pkl) in this directory")
+        path = found[-1]
+    try:
+        with open(path, "rb") as f:
+            payload = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as err:
+        raise CheckpointError(path, f"cannot read checkpoint: {err}") from None
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(path, "not a BCG training checkpoint (format mismatch)")
+    cfg = from_mapping(TrainConfig, payload["config"], str(path))
+    if config_hash(cfg) != payload["config_hash"]:
+        raise CheckpointError(path, "config hash does not match the stored config")
+    return Checkpoint(cfg, payload["state"], path)
+
+
+def make_task(cfg: TrainConfig, robot: RobotConfig | None = None):
+    from bcg_train.tasks.imitation import ImitationTask
+
+    return ImitationTask(cfg.task, robot or load_robot_config())
+
+
+class MetricsLog:
+    """Metrics per iteration to CSV and TensorBoard."""
+
+    def __init__(self, run_dir: Path, resume: bool):
+        self.path = run_dir / "metrics.csv"
+        self.keys: list[str] | None = None
+        if resume and self.path.is_file():
+            with open(self.path) as f:
+                self.keys = next(csv.reader(f), None)
+        elif self.path.exists():
+            self.path.unlink()
+        try:
+            from tensorboardX import SummaryWriter
+
+            self.tb = SummaryWriter(str(run_dir / "tb"))
+        except ImportError:  # pragma: no cover - tensorboardX is in requirements/train.txt
+            self.tb = None
+
+    def write(self, iteration: int, row: dict[str, float]) -> None:
+        row = {"iteration": iteration, **row}
+        if self.keys is None:
+            self.keys = list(row)
+            with open(self.path, "w", newline="") as f:
+                csv.writer(f).writerow(self.keys)
+        with open(self.path, "a", newline="") as f:
+            csv.writer(f).writerow([row.get(k, "") for k in self.keys])
+        if self.tb is not None:
+            for k, v in row.items():
+                if k != "iteration":
+                    self.tb.add_scalar(k, v, iteration)
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+
+
+def train(
+    cfg: TrainConfig,
+    task: Any = None,
+    resume: str | Path | None = None,
+    iterations: int | None = None,
+    progress: bool = True,
+    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+) -> tuple[Callable[[jax.Array], jax.Array], SHACState, list[dict[str, float]]]:
+    """Train (or continue) a policy; returns the deterministic policy, the final state and the metrics.
+
+    ``iterations`` stops early (e.g. to test resume); the schedule still spans ``cfg.shac.iterations``.
+    """
+    enable_compilation_cache()
+    run_dir = Path(cfg.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_dataclass(cfg, run_dir / "config.yaml")
+    task = task if task is not None else make_task(cfg)
+    shac = SHAC(task, cfg.shac, cfg.devices)
+    if resume is not None:
+        ckpt = load_checkpoint(resume)
+        if config_hash(ckpt.config) != config_hash(cfg):
+            raise CheckpointError(ckpt.path, "checkpoint was trained with a different config")
+        state = shac.shard(jax.tree_util.tree_map(np.asarray, ckpt.state))
+    else:
+        state = shac.init(cfg.seed)
+    step = shac.jit_iteration(state)
+    start = int(state.iteration)
+    stop = min(cfg.shac.iterations, start + iterations) if iterations is not None else cfg.shac.iterations
+    log = MetricsLog(run_dir, resume is not None)
+    history: list[dict[str, float]] = []
+    t0 = time.perf_counter()
+    env_steps_per_iter = cfg.shac.num_envs * cfg.shac.horizon
+    bar = tqdm(range(start, stop), desc="shac", disable=not progress, dynamic_ncols=True)
+    for it in bar:
+        state, metrics = step(state)
+        row = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        row["env_steps"] = float((it + 1) * env_steps_per_iter)
+        row["wall_s"] = time.perf_counter() - t0
+        history.append(row)
+        log.write(it + 1, row)
+        bar.set_postfix(reward=f"{row['reward']:.3f}", loss=f"{row['actor_loss']:.3f}")
+        if on_iteration is not None:
+            on_iteration(it + 1, row)
+        if (it + 1) % cfg.checkpoint_every == 0 or it + 1 == stop:
+            save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state)
+    log.close()
+    return shac.policy_fn(state), state, history

@@ -1,0 +1,165 @@
+"""A clip at the control rate: positions, velocities and key-body positions.
+
+:func:`reference_from_clip` resamples a :class:`MotionClip` to the control period
+(linear interpolation for positions and joint angles, slerp for the root
+orientation), differentiates it (central differences; the root angular velocity is
+expressed in the root frame, like MuJoCo's free-joint velocity and the pelvis IMU's
+gyro) and computes key-body positions by forward kinematics in plain MuJoCo on the
+``train`` model variant, i.e. on the same kinematic tree the trainer simulates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
+from bcg_train.motion.loader import CSV_FPS, MotionClip, load_motion_csv
+
+# Bodies whose world positions are tracked (feet, knees, hands, elbows, pelvis, torso).
+KEY_BODIES = (
+    "pelvis",
+    "torso_link",
+    "left_knee_link",
+    "right_knee_link",
+    "left_ankle_roll_link",
+    "right_ankle_roll_link",
+    "left_elbow_link",
+    "right_elbow_link",
+    "left_wrist_yaw_link",
+    "right_wrist_yaw_link",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceMotion:
+    """A motion sampled every ``dt`` seconds (T frames); see the module docstring."""
+
+    name: str
+    dt: float
+    root_pos: np.ndarray  # (T, 3) world
+    root_quat: np.ndarray  # (T, 4) w x y z
+    joint_pos: np.ndarray  # (T, n)
+    root_lin_vel: np.ndarray  # (T, 3) world frame
+    root_ang_vel: np.ndarray  # (T, 3) root frame
+    joint_vel: np.ndarray  # (T, n)
+    key_body_names: tuple[str, ...]
+    key_body_pos: np.ndarray  # (T, K, 3) world
+
+    @property
+    def num_frames(self) -> int:
+        return self.root_pos.shape[0]
+
+    @property
+    def length_s(self) -> float:
+        """Motion length used for the phase: ``num_frames * dt`` (phase = t / length)."""
+        return self.num_frames * self.dt
+
+    def qpos(self, frame: int, model: mujoco.MjModel, cfg: RobotConfig) -> np.ndarray:
+        """Full MuJoCo qpos of ``frame`` for ``model`` (free root first)."""
+        q = model.qpos0.copy()
+        q[:3], q[3:7] = self.root_pos[frame], self.root_quat[frame]
+        q[joint_qpos_indices(model, cfg)] = self.joint_pos[frame]
+        return q
+
+    def qvel(self, frame: int, model: mujoco.MjModel, cfg: RobotConfig) -> np.ndarray:
+        v = np.zeros(model.nv)
+        v[:3], v[3:6] = self.root_lin_vel[frame], self.root_ang_vel[frame]
+        v[joint_dof_indices(model, cfg)] = self.joint_vel[frame]
+        return v
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Row-wise spherical interpolation of unit quaternions (w x y z)."""
+    dot = np.sum(q0 * q1, axis=-1, keepdims=True)
+    q1 = np.where(dot < 0, -q1, q1)
+    dot = np.abs(dot)
+    t = t[:, None]
+    theta = np.arccos(np.clip(dot, -1.0, 1.0))
+    small = theta < 1e-6
+    sin = np.where(small, 1.0, np.sin(theta))
+    w0 = np.where(small, 1 - t, np.sin((1 - t) * theta) / sin)
+    w1 = np.where(small, t, np.sin(t * theta) / sin)
+    out = w0 * q0 + w1 * q1
+    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+
+
+def resample_times(clip: MotionClip, dt: float) -> np.ndarray:
+    return np.arange(0.0, clip.duration_s + 1e-9, dt)
+
+
+def _interpolate(clip: MotionClip, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    f = np.clip(times * clip.fps, 0.0, clip.num_frames - 1)
+    i0 = np.minimum(np.floor(f).astype(int), clip.num_frames - 2)
+    w = f - i0
+    lerp = lambda x: x[i0] * (1 - w)[:, None] + x[i0 + 1] * w[:, None]
+    return lerp(clip.root_pos), slerp(clip.root_quat[i0], clip.root_quat[i0 + 1], w), lerp(clip.joint_pos)
+
+
+def angular_velocity_body(quat: np.ndarray, dt: float) -> np.ndarray:
+    """Root-frame angular velocity from a quaternion sequence: 2 vec(q^* dq/dt)."""
+    dq = np.gradient(quat, dt, axis=0)
+    return 2.0 * quat_mul(quat_conj(quat), dq)[:, 1:]
+
+
+def key_body_positions(
+    model: mujoco.MjModel, cfg: RobotConfig, root_pos: np.ndarray, root_quat: np.ndarray, joint_pos: np.ndarray,
+    bodies: tuple[str, ...] = KEY_BODIES,
+) -> np.ndarray:
+    """World positions (T, K, 3) of ``bodies`` by forward kinematics in plain MuJoCo."""
+    data = mujoco.MjData(model)
+    qi = joint_qpos_indices(model, cfg)
+    ids = [model.body(b).id for b in bodies]
+    out = np.zeros((root_pos.shape[0], len(ids), 3))
+    for t in range(root_pos.shape[0]):
+        data.qpos[:3], data.qpos[3:7] = root_pos[t], root_quat[t]
+        data.qpos[qi] = joint_pos[t]
+        mujoco.mj_kinematics(model, data)
+        out[t] = data.xpos[ids]
+    return out
+
+
+def reference_from_clip(clip: MotionClip, cfg: RobotConfig, model: mujoco.MjModel | None = None) -> ReferenceMotion:
+    """Resample ``clip`` to ``cfg.control_dt`` and add velocities and key-body positions."""
+    dt = cfg.control_dt
+    model = model if model is not None else build_model(cfg, "train")
+    times = resample_times(clip, dt)
+    root_pos, root_quat, joint_pos = _interpolate(clip, times)
+    return ReferenceMotion(
+        name=clip.name,
+        dt=dt,
+        root_pos=root_pos,
+        root_quat=root_quat,
+        joint_pos=joint_pos,
+        root_lin_vel=np.gradient(root_pos, dt, axis=0),
+        root_ang_vel=angular_velocity_body(root_quat, dt),
+        joint_vel=np.gradient(joint_pos, dt, axis=0),
+        key_body_names=KEY_BODIES,
+        key_body_pos=key_body_positions(model, cfg, root_pos, root_quat, joint_pos),
+    )
+
+
+def load_reference_motion(path: str | Path, cfg: RobotConfig, fps: float = CSV_FPS, model: mujoco.MjModel | None = None) -> ReferenceMotion:
+    return reference_from_clip(load_motion_csv(path, cfg, fps), cfg, model)

@@ -1,0 +1,1 @@
+"""Learning tasks on the MJX environment core."""

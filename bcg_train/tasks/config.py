@@ -1,0 +1,92 @@
+"""Typed configuration of the motion-imitation task (loaded from YAML, unknown keys rejected)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, check_observation_spec
+from bcg_train.bcg.config import BCGConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardTerm:
+    """``weight * exp(-error / sigma)`` for tracking terms; ``weight * error`` for penalties."""
+
+    weight: float
+    sigma: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardConfig:
+    """Named reward terms (see :mod:`bcg_train.tasks.rewards` for each error)."""
+
+    joint_pos: RewardTerm = RewardTerm(0.3, 0.5)
+    joint_vel: RewardTerm = RewardTerm(0.1, 30.0)
+    root_pos: RewardTerm = RewardTerm(0.15, 0.02)
+    root_orient: RewardTerm = RewardTerm(0.15, 0.05)
+    root_vel: RewardTerm = RewardTerm(0.1, 1.0)
+    key_body: RewardTerm = RewardTerm(0.2, 0.01)
+    action_rate: RewardTerm = RewardTerm(-0.005)
+    alive: RewardTerm = RewardTerm(0.0)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self))
+
+
+@dataclasses.dataclass(frozen=True)
+class TerminationConfig:
+    min_root_height: float = 0.3  # m
+    max_tilt: float = 1.0  # rad between the pelvis z axis and the world z axis
+    max_key_body_error: float = 0.5  # m, mean over key bodies
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainRandomizationConfig:
+    """Sampled per environment at reset (latency, push timing) or per batch (model, gains)."""
+
+    enabled: bool = True
+    friction: tuple[float, float] = (0.3, 1.2)  # floor sliding friction, uniform
+    base_mass_delta: tuple[float, float] = (-3.0, 3.0)  # kg added to the pelvis, uniform
+    gain_scale: tuple[float, float] = (0.9, 1.1)  # multiplies kp and kd, uniform
+    push_interval_s: tuple[float, float] = (3.0, 6.0)  # time between pushes, uniform
+    push_velocity: float = 0.3  # m/s, max horizontal root velocity change per push
+    latency_probability: float = 0.5  # chance that an environment acts one control step late
+    model_resample_steps: int = 32  # control steps between batch-level model samples
+
+    def validate(self) -> None:
+        for name in ("friction", "base_mass_delta", "gain_scale", "push_interval_s"):
+            lo, hi = getattr(self, name)
+            if lo > hi:
+                raise ValueError(f"domain randomization '{name}': lower bound {lo} above upper bound {hi}")
+        if not 0.0 <= self.latency_probability <= 1.0:
+            raise ValueError("domain randomization 'latency_probability' must be in [0, 1]")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImitationConfig:
+    motion: str = "models/motions/stand.csv"  # relative to the package share dir or absolute
+    motion_fps: float = 30.0
+    contact: str = "default"  # contact preset of the train model (soft | default | stiff)
+    physics_dt: float = 0.005
+    # true: CG constraint solver and sparse mass-matrix factorization, so the MJX program
+    # makes no LAPACK call. That sidesteps a jaxlib deadlock seen on 2-core CPUs (batched
+    # triangular solves waiting on the exhausted XLA thread pool; see models/README.md).
+    # false: the train variant as built (Newton solver, dense factorization).
+    lapack_free: bool = False
+    episode_length_s: float = 10.0
+    reference_state_init: bool = True
+    observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC
+    bcg: BCGConfig = BCGConfig()
+    rewards: RewardConfig = RewardConfig()
+    termination: TerminationConfig = TerminationConfig()
+    domain: DomainRandomizationConfig = DomainRandomizationConfig()
+
+    def validate(self) -> None:
+        check_observation_spec(self.observation_spec)
+        if "phase_sin_cos" not in self.observation_spec:
+            raise ValueError("observation_spec: an imitation policy needs 'phase_sin_cos'")
+        if self.contact not in ("soft", "default", "stiff"):
+            raise ValueError(f"contact: unknown preset '{self.contact}' (soft | default | stiff)")
+        if self.episode_length_s <= 0:
+            raise ValueError("episode_length_s must be > 0")
+        self.domain.validate()

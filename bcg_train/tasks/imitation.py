@@ -1,0 +1,260 @@
+"""Motion imitation on the G1: the task SHAC (and PPO) learn, on the MJX core with BCG.
+
+Built on :class:`bcg_train.bcg.BundledSim` (batched ``reset`` / ``step`` of the MJX
+environment core with plain, BCG or smoothed gradients). This module adds what makes
+it a task: reference motion, observations, rewards, terminations, resets and domain
+randomization. Everything is a pure function of a :class:`ImitationState` pytree.
+
+Observations are computed from raw state *exactly as the ONNX graph sees it*
+(:func:`bcg_robot.observation.build_observation` with ``xp=jax.numpy``): pelvis IMU
+quaternion and gyro (the IMU site is aligned with the pelvis, so these are the free
+joint's orientation and its root-frame angular velocity), joint positions and
+velocities in motor order, the previous raw action and the phase
+``time / motion length`` (time since the motion start, wrapping).
+
+Domain randomization: floor/robot friction, pelvis mass and PD gain scale are drawn
+for the whole batch and redrawn every ``model_resample_steps`` control steps (the MJX
+model is shared by the batch, so that BCG's batch-level ``cond`` stays outside the
+``vmap``); pushes (random horizontal root-velocity changes at random intervals) and the
+0/1-step action latency are per environment.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from bcg_robot.config import RobotConfig
+from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
+from bcg_robot.observation import build_observation, observation_size
+from bcg_robot.paths import share_file
+from bcg_train.bcg.bundle import BundledSim, BundledState
+from bcg_train.motion.reference import ReferenceMotion, load_reference_motion
+from bcg_train.sim.config import JointDrive, SimConfig
+from bcg_train.sim.env import MjxSim
+from bcg_train.tasks.config import ImitationConfig
+from bcg_train.tasks.rewards import TrackedState, key_body_error, reward_terms, terminated
+
+
+def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
+    """The ``train`` model variant as this task simulates it (contact preset, solver)."""
+    model = build_model(robot, "train", physics_dt=cfg.physics_dt, contact=cfg.contact)
+    if cfg.lapack_free:
+        model.opt.solver = mujoco.mjtSolver.mjSOL_CG
+        model.opt.jacobian = mujoco.mjtJacobian.mjJAC_SPARSE
+    return model
+
+
+def resolve_share_path(path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() or p.exists() else share_file(path)
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["friction", "mass_delta", "gain_scale"], meta_fields=[])
+@dataclasses.dataclass(frozen=True)
+class DomainSample:
+    friction: jax.Array
+    mass_delta: jax.Array
+    gain_scale: jax.Array
+
+
+@functools.partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["sim", "frame", "t", "last_action", "pending_action", "late", "push_countdown", "domain", "domain_countdown", "rng"],
+    meta_fields=[],
+)
+@dataclasses.dataclass(frozen=True)
+class ImitationState:
+    sim: BundledState
+    frame: jax.Array  # (K,) reference frame of the current state
+    t: jax.Array  # (K,) control steps since the episode started
+    last_action: jax.Array  # (K, nu) the policy's previous raw action (observation)
+    pending_action: jax.Array  # (K, nu) the action a late environment applies next
+    late: jax.Array  # (K,) this environment acts one control step late
+    push_countdown: jax.Array  # (K,) control steps to the next push
+    domain: DomainSample
+    domain_countdown: jax.Array  # () control steps to the next model sample
+    rng: jax.Array
+
+
+class StepOutput(NamedTuple):
+    obs: jax.Array  # (K, obs) after the step (after the reset of finished environments)
+    reward: jax.Array  # (K,)
+    terminated: jax.Array  # (K,) bool: fell or lost the motion
+    truncated: jax.Array  # (K,) bool: episode time limit
+    terminal_obs: jax.Array  # (K, obs) before the reset (bootstrap value of truncated episodes)
+    metrics: dict  # name -> (K,)
+
+
+def _select(mask: jax.Array, a, b):
+    def pick(x, y):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y)
+
+    return jax.tree_util.tree_map(pick, a, b)
+
+
+class ImitationTask:
+    """Batched motion-imitation environment (see the module docstring)."""
+
+    def __init__(self, cfg: ImitationConfig, robot: RobotConfig, reference: ReferenceMotion | None = None):
+        self.cfg, self.robot = cfg, robot
+        self.mj_model = training_model(cfg, robot)
+        self.reference = reference or load_reference_motion(resolve_share_path(cfg.motion), robot, cfg.motion_fps, self.mj_model)
+        self.sim = MjxSim(self.mj_model, JointDrive.from_robot_config(robot), SimConfig(control_dt=robot.control_dt))
+        self.bsim = BundledSim(self.sim, cfg.bcg)
+        self.qi = jnp.asarray(joint_qpos_indices(self.mj_model, robot))
+        self.di = jnp.asarray(joint_dof_indices(self.mj_model, robot))
+        self.key_ids = jnp.asarray([self.mj_model.body(b).id for b in self.reference.key_body_names])
+        self.pelvis_id = self.mj_model.body(robot.root_body).id
+        ref = self.reference
+        self.num_frames = ref.num_frames
+        self.ref_qpos = jnp.asarray(np.stack([ref.qpos(i, self.mj_model, robot) for i in range(ref.num_frames)]), jnp.float32)
+        self.ref_qvel = jnp.asarray(np.stack([ref.qvel(i, self.mj_model, robot) for i in range(ref.num_frames)]), jnp.float32)
+        self.ref_tracked = TrackedState(
+            *(jnp.asarray(x, jnp.float32) for x in (ref.root_pos, ref.root_quat, ref.root_lin_vel, ref.root_ang_vel, ref.joint_pos, ref.joint_vel, ref.key_body_pos))
+        )
+        self.default_pose = jnp.asarray(robot.default_q, jnp.float32)
+        self.action_size = robot.num_joints
+        self.obs_size = observation_size(cfg.observation_spec, robot.num_joints)
+        self.episode_steps = int(round(cfg.episode_length_s / robot.control_dt))
+        self.base_friction = jnp.asarray(self.mj_model.geom_friction, jnp.float32)
+        self.base_mass = jnp.asarray(self.mj_model.body_mass, jnp.float32)
+
+    # -- state views ------------------------------------------------------------------
+    def tracked(self, state: ImitationState) -> TrackedState:
+        d = state.sim.sim.data
+        return TrackedState(d.qpos[:, :3], d.qpos[:, 3:7], d.qvel[:, :3], d.qvel[:, 3:6], d.qpos[:, self.qi], d.qvel[:, self.di], d.xpos[:, self.key_ids])
+
+    def reference_at(self, frame: jax.Array) -> TrackedState:
+        return TrackedState(**{f.name: getattr(self.ref_tracked, f.name)[frame] for f in dataclasses.fields(TrackedState)})
+
+    def phase(self, frame: jax.Array) -> jax.Array:
+        return (frame.astype(jnp.float32) / self.num_frames)[:, None]
+
+    def raw_inputs(self, state: ImitationState) -> dict[str, jax.Array]:
+        """The policy's raw inputs, as the robot reports them (see bcg_robot.observation)."""
+        d = state.sim.sim.data
+        return {
+            "imu_quat": d.qpos[:, 3:7],
+            "imu_gyro": d.qvel[:, 3:6],
+            "joint_pos": d.qpos[:, self.qi],
+            "joint_vel": d.qvel[:, self.di],
+            "last_action": state.last_action,
+            "phase": self.phase(state.frame),
+        }
+
+    def observe(self, state: ImitationState) -> jax.Array:
+        return build_observation(self.cfg.observation_spec, self.raw_inputs(state), self.default_pose, xp=jnp)
+
+    # -- reset -------------------------------------------------------------------------
+    def _start_frames(self, rng: jax.Array, k: int) -> jax.Array:
+        if self.cfg.reference_state_init:
+            return jax.random.randint(rng, (k,), 0, self.num_frames)
+        return jnp.zeros((k,), jnp.int32)
+
+    def _push_interval(self, rng: jax.Array, k: int) -> jax.Array:
+        lo, hi = self.cfg.domain.push_interval_s
+        dt = self.robot.control_dt
+        return jax.random.randint(rng, (k,), int(round(lo / dt)), int(round(hi / dt)) + 1)
+
+    def _sample_domain(self, rng: jax.Array) -> DomainSample:
+        dr = self.cfg.domain
+        if not dr.enabled:
+            return DomainSample(jnp.asarray(-1.0), jnp.asarray(0.0), jnp.asarray(1.0))
+        k1, k2, k3 = jax.random.split(rng, 3)
+        u = lambda key, bounds: jax.random.uniform(key, (), minval=bounds[0], maxval=bounds[1])
+        return DomainSample(u(k1, dr.friction), u(k2, dr.base_mass_delta), u(k3, dr.gain_scale))
+
+    def _fresh_envs(self, rng: jax.Array, k: int):
+        """Per-environment fields of newly started episodes (reference state initialization)."""
+        k_frame, k_sim, k_push, k_late = jax.random.split(rng, 4)
+        frame = self._start_frames(k_frame, k)
+        sims = jax.vmap(self.sim.reset_to)(self.ref_qpos[frame], self.ref_qvel[frame], jax.random.split(k_sim, k))
+        late = jax.random.bernoulli(k_late, self.cfg.domain.latency_probability, (k,)) & self.cfg.domain.enabled
+        zeros = jnp.zeros((k, self.action_size), jnp.float32)
+        return self.bsim.wrap(sims), frame, zeros, late, self._push_interval(k_push, k)
+
+    def reset(self, rng: jax.Array, num_envs: int) -> ImitationState:
+        k_env, k_dom, k_next = jax.random.split(rng, 3)
+        sim, frame, zeros, late, push = self._fresh_envs(k_env, num_envs)
+        return ImitationState(
+            sim=sim, frame=frame, t=jnp.zeros((num_envs,), jnp.int32), last_action=zeros, pending_action=zeros,
+            late=late, push_countdown=push, domain=self._sample_domain(k_dom),
+            domain_countdown=jnp.asarray(self.cfg.domain.model_resample_steps, jnp.int32), rng=k_next,
+        )
+
+    # -- dynamics ----------------------------------------------------------------------
+    def domain_sim(self, domain: DomainSample) -> BundledSim:
+        """The batch's simulator with the sampled friction, pelvis mass and PD gains."""
+        if not self.cfg.domain.enabled:
+            return self.bsim
+        friction = self.base_friction.at[:, 0].set(jnp.where(domain.friction > 0, domain.friction, self.base_friction[:, 0]))
+        mass = self.base_mass.at[self.pelvis_id].add(domain.mass_delta)
+        sim = self.sim.with_model(self.sim.model.replace(geom_friction=friction, body_mass=mass))
+        sim = copy.copy(sim)
+        sim._kp = self.sim._kp * domain.gain_scale  # MjxSim keeps its gains private; see report
+        sim._kd = self.sim._kd * domain.gain_scale
+        return self.bsim.with_sim(sim)
+
+    def _push(self, state: ImitationState, sim: BundledState, rng: jax.Array) -> tuple[BundledState, jax.Array]:
+        k = state.t.shape[0]
+        countdown = state.push_countdown - 1
+        if not self.cfg.domain.enabled or self.cfg.domain.push_velocity <= 0:
+            return sim, countdown
+        k_vel, k_next = jax.random.split(rng)
+        push = countdown <= 0
+        dv = jax.random.uniform(k_vel, (k, 2), minval=-1.0, maxval=1.0) * self.cfg.domain.push_velocity
+        data = sim.sim.data
+        qvel = data.qvel.at[:, :2].add(jnp.where(push[:, None], dv, 0.0))
+        sim = dataclasses.replace(sim, sim=sim.sim.replace(data=data.replace(qvel=qvel)))
+        return sim, jnp.where(push, self._push_interval(k_next, k), countdown)
+
+    def step(self, state: ImitationState, action: jax.Array) -> tuple[ImitationState, StepOutput]:
+        k = action.shape[0]
+        rng, k_push, k_reset, k_dom = jax.random.split(state.rng, 4)
+        applied = jnp.where(state.late[:, None], state.pending_action, action)
+        sim = self.domain_sim(state.domain).step(state.sim, applied)
+        sim, push_countdown = self._push(state, sim, k_push)
+        frame = (state.frame + 1) % self.num_frames
+        t = state.t + 1
+        stepped = dataclasses.replace(
+            state, sim=sim, frame=frame, t=t, last_action=action, pending_action=action, push_countdown=push_countdown
+        )
+        robot, ref = self.tracked(stepped), self.reference_at(frame)
+        terms = reward_terms(self.cfg.rewards, robot, ref, action, state.last_action, xp=jnp)
+        finite = jnp.all(jnp.isfinite(sim.sim.data.qpos), axis=-1) & jnp.all(jnp.isfinite(sim.sim.data.qvel), axis=-1)
+        reward = jnp.where(finite, sum(terms.values()), 0.0)
+        done_term = terminated(self.cfg.termination, robot, ref, xp=jnp) | ~finite
+        done_trunc = (t >= self.episode_steps) & ~done_term
+        terminal_obs = self.observe(stepped)
+
+        fresh_sim, fresh_frame, zeros, fresh_late, fresh_push = self._fresh_envs(k_reset, k)
+        done = done_term | done_trunc
+        countdown = stepped.domain_countdown - 1
+        resample = countdown <= 0
+        new_domain = _select(resample, self._sample_domain(k_dom), state.domain)
+        after = ImitationState(
+            sim=_select(done, fresh_sim, sim),
+            frame=jnp.where(done, fresh_frame, frame),
+            t=jnp.where(done, 0, t),
+            last_action=jnp.where(done[:, None], zeros, action),
+            pending_action=jnp.where(done[:, None], zeros, action),
+            late=jnp.where(done, fresh_late, state.late),
+            push_countdown=jnp.where(done, fresh_push, push_countdown),
+            domain=new_domain,
+            domain_countdown=jnp.where(resample, self.cfg.domain.model_resample_steps, countdown),
+            rng=rng,
+        )
+        metrics = {f"reward/{name}": value for name, value in terms.items()}
+        metrics["tracking_error_m"] = key_body_error(robot, ref, xp=jnp)
+        metrics["root_height_m"] = robot.root_pos[:, 2]
+        metrics["bundled"] = sim.bundle.bundled.astype(jnp.float32)
+        return after, StepOutput(self.observe(after), reward, done_term, done_trunc, terminal_obs, metrics)

@@ -1,0 +1,89 @@
+"""Imitation reward terms and termination tests as pure functions of robot and reference state.
+
+Tracking terms are ``weight * exp(-error / sigma)`` with
+
+``joint_pos``    sum of squared joint-angle errors (rad^2)
+``joint_vel``    sum of squared joint-velocity errors ((rad/s)^2)
+``root_pos``     squared root-position error (m^2)
+``root_orient``  squared rotation angle between root and reference orientation (rad^2)
+``root_vel``     squared linear (world) plus angular (root frame) velocity error
+``key_body``     mean squared key-body position error (m^2)
+
+and penalties are ``weight * error`` with ``action_rate`` the sum of squared action
+changes and ``alive`` a constant 1 (positive weight: a bonus per step alive). Every
+function works on one environment or a batch (leading axes) with ``xp`` numpy or jax.numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from bcg_train.tasks.config import RewardConfig, TerminationConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackedState:
+    """What the reward compares: one robot (or reference) state, leading batch axes allowed."""
+
+    root_pos: Any  # (..., 3) world
+    root_quat: Any  # (..., 4) w x y z
+    root_lin_vel: Any  # (..., 3) world
+    root_ang_vel: Any  # (..., 3) root frame
+    joint_pos: Any  # (..., n)
+    joint_vel: Any  # (..., n)
+    key_body_pos: Any  # (..., K, 3) world
+
+
+def rotation_angle_sq(q: Any, q_ref: Any, xp: Any = np) -> Any:
+    """Squared angle of the rotation between unit quaternions, via 2 acos|<q, q_ref>|,
+    approximated smoothly as 4 (1 - <q, q_ref>^2) (exact to second order, differentiable at 0)."""
+    dot = xp.sum(q * q_ref, axis=-1)
+    return 4.0 * (1.0 - dot * dot)
+
+
+def tracking_errors(robot: TrackedState, ref: TrackedState, xp: Any = np) -> dict[str, Any]:
+    sq = lambda a, b: xp.sum((a - b) ** 2, axis=-1)
+    return {
+        "joint_pos": sq(robot.joint_pos, ref.joint_pos),
+        "joint_vel": sq(robot.joint_vel, ref.joint_vel),
+        "root_pos": sq(robot.root_pos, ref.root_pos),
+        "root_orient": rotation_angle_sq(robot.root_quat, ref.root_quat, xp),
+        "root_vel": sq(robot.root_lin_vel, ref.root_lin_vel) + sq(robot.root_ang_vel, ref.root_ang_vel),
+        "key_body": xp.mean(sq(robot.key_body_pos, ref.key_body_pos), axis=-1),
+    }
+
+
+PENALTY_TERMS = ("action_rate", "alive")
+
+
+def reward_terms(
+    cfg: RewardConfig, robot: TrackedState, ref: TrackedState, action: Any, last_action: Any, xp: Any = np
+) -> dict[str, Any]:
+    """Weighted value of every named term (sum them for the reward)."""
+    errors = tracking_errors(robot, ref, xp)
+    terms = {name: getattr(cfg, name).weight * xp.exp(-err / getattr(cfg, name).sigma) for name, err in errors.items()}
+    terms["action_rate"] = cfg.action_rate.weight * xp.sum((action - last_action) ** 2, axis=-1)
+    terms["alive"] = cfg.alive.weight * xp.ones_like(terms["joint_pos"])
+    return terms
+
+
+def key_body_error(robot: TrackedState, ref: TrackedState, xp: Any = np) -> Any:
+    """Mean Euclidean key-body position error (m): the tracking error E_track."""
+    return xp.mean(xp.sqrt(xp.sum((robot.key_body_pos - ref.key_body_pos) ** 2, axis=-1) + 1e-12), axis=-1)
+
+
+def tilt_cos(root_quat: Any) -> Any:
+    """Cosine of the angle between the root z axis and world z: 1 - 2 (x^2 + y^2)."""
+    x, y = root_quat[..., 1], root_quat[..., 2]
+    return 1.0 - 2.0 * (x * x + y * y)
+
+
+def terminated(cfg: TerminationConfig, robot: TrackedState, ref: TrackedState, xp: Any = np) -> Any:
+    """Fell (root below ``min_root_height``), tilted past ``max_tilt`` or lost the motion."""
+    low = robot.root_pos[..., 2] < cfg.min_root_height
+    tilted = tilt_cos(robot.root_quat) < np.cos(cfg.max_tilt)
+    lost = key_body_error(robot, ref, xp) > cfg.max_key_body_error
+    return low | tilted | lost

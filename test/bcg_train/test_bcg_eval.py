@@ -1,0 +1,46 @@
+"""bcg-eval smoke: rolls the shipped policy (or, if none ships, a default-pose export) in the bridge model."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.contract import PolicyContract
+from bcg_robot.paths import share_file
+from bcg_train.cli.evaluate import main as eval_main
+from bcg_train.export.onnx_graph import default_pose_weights, save_policy_onnx
+
+SHIPPED = share_file("models/stand.onnx")
+
+
+def _policy(tmp_path: Path) -> Path:
+    if SHIPPED.is_file():
+        return SHIPPED
+    robot = load_robot_config()
+    contract = PolicyContract.for_robot(robot, motion_id="stand", motion_length_s=10.02)
+    return save_policy_onnx(tmp_path / "default_stand.onnx", contract, default_pose_weights(contract))
+
+
+def test_eval_smoke(tmp_path, capsys):
+    policy = _policy(tmp_path)
+    out = tmp_path / "eval"
+    assert eval_main([str(policy), "--seeds", "2", "--duration", "1.0", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "falls 0/2" in text and "E_track" in text and "foot penetration" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["falls"] == 0 and summary["seeds"] == 2
+    assert 0.0 < summary["tracking_error_cm_mean"] < 10.0
+    assert {s["seed"] for s in summary["per_seed"]} == {0, 1}
+    assert summary["per_seed"][0]["foot_penetration_bridge_mm"] > 0.0
+    assert (out / "eval.png").stat().st_size > 1000
+
+
+def test_eval_rejects_a_malformed_policy(tmp_path, capsys):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"garbage")
+    with pytest.raises(SystemExit) as exc:
+        eval_main([str(bad), "--seeds", "1", "--duration", "0.1"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bcg-eval: error:") and "bad.onnx" in err and "\n" not in err

@@ -1,0 +1,117 @@
+"""Imitation reward terms and terminations on hand-built states (numpy and jax.numpy agree)."""
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bcg_robot.errors import ConfigError
+from bcg_robot.paths import share_file
+from bcg_train.learn.config import load_train_config
+from bcg_train.tasks.config import RewardConfig, RewardTerm, TerminationConfig
+from bcg_train.tasks.rewards import TrackedState, key_body_error, reward_terms, terminated, tracking_errors
+
+N, K = 29, 10
+
+
+def _state(**changes) -> TrackedState:
+    base = TrackedState(
+        root_pos=np.array([0.0, 0.0, 0.78]),
+        root_quat=np.array([1.0, 0.0, 0.0, 0.0]),
+        root_lin_vel=np.zeros(3),
+        root_ang_vel=np.zeros(3),
+        joint_pos=np.zeros(N),
+        joint_vel=np.zeros(N),
+        key_body_pos=np.tile([0.0, 0.0, 0.5], (K, 1)),
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def _quat_about_x(angle: float) -> np.ndarray:
+    return np.array([np.cos(angle / 2), np.sin(angle / 2), 0.0, 0.0])
+
+
+def test_perfect_tracking_gives_the_sum_of_tracking_weights():
+    cfg = RewardConfig()
+    ref = _state()
+    terms = reward_terms(cfg, ref, ref, np.zeros(N), np.zeros(N))
+    tracking = ("joint_pos", "joint_vel", "root_pos", "root_orient", "root_vel", "key_body")
+    for name in tracking:
+        assert terms[name] == pytest.approx(getattr(cfg, name).weight)
+    assert terms["action_rate"] == 0.0
+
+
+def test_each_term_reacts_to_its_own_error_only():
+    cfg = RewardConfig()
+    ref = _state()
+    cases = {
+        "joint_pos": _state(joint_pos=np.full(N, 0.1)),
+        "joint_vel": _state(joint_vel=np.full(N, 1.0)),
+        "root_pos": _state(root_pos=np.array([0.1, 0.0, 0.78])),
+        "root_orient": _state(root_quat=_quat_about_x(0.2)),
+        "root_vel": _state(root_ang_vel=np.array([0.0, 0.0, 1.0])),
+        "key_body": _state(key_body_pos=np.tile([0.1, 0.0, 0.5], (K, 1))),
+    }
+    for name, robot in cases.items():
+        terms = reward_terms(cfg, robot, ref, np.zeros(N), np.zeros(N))
+        errors = tracking_errors(robot, ref)
+        term = getattr(cfg, name)
+        assert terms[name] == pytest.approx(term.weight * np.exp(-errors[name] / term.sigma))
+        assert terms[name] < term.weight
+        others = [n for n in cases if n != name and terms[n] < getattr(cfg, n).weight - 1e-12]
+        assert others == [], f"{name} error changed {others}"
+    # known values: joint_pos error 29 * 0.01 = 0.29; orientation 0.2 rad -> ~0.04 rad^2
+    assert tracking_errors(cases["joint_pos"], ref)["joint_pos"] == pytest.approx(0.29)
+    assert tracking_errors(cases["root_orient"], ref)["root_orient"] == pytest.approx(0.2**2, rel=0.01)
+
+
+def test_action_rate_penalty_and_weights_scale_from_config():
+    cfg = RewardConfig(action_rate=RewardTerm(-0.5), alive=RewardTerm(2.0), joint_pos=RewardTerm(3.0, 0.5))
+    ref = _state()
+    terms = reward_terms(cfg, ref, ref, np.full(N, 0.2), np.zeros(N))
+    assert terms["action_rate"] == pytest.approx(-0.5 * N * 0.04)
+    assert terms["alive"] == pytest.approx(2.0)
+    assert terms["joint_pos"] == pytest.approx(3.0)
+
+
+def test_numpy_and_jax_agree_on_a_batch():
+    cfg = RewardConfig()
+    rng = np.random.default_rng(0)
+    base = _state()
+    robot = TrackedState(*(getattr(base, f.name) + 0.1 * rng.normal(size=(4,) + np.shape(getattr(base, f.name))) for f in dataclasses.fields(TrackedState)))
+    robot = dataclasses.replace(robot, root_quat=robot.root_quat / np.linalg.norm(robot.root_quat, axis=-1, keepdims=True))
+    ref = _state()
+    a, b = rng.normal(size=(4, N)), rng.normal(size=(4, N))
+    t_np = reward_terms(cfg, robot, ref, a, b)
+    robot_j = TrackedState(*(jnp.asarray(getattr(robot, f.name)) for f in dataclasses.fields(TrackedState)))
+    t_jax = reward_terms(cfg, robot_j, ref, jnp.asarray(a), jnp.asarray(b), xp=jnp)
+    for name in t_np:
+        np.testing.assert_allclose(np.asarray(t_jax[name]), t_np[name], rtol=1e-5, atol=1e-6)
+
+
+def test_terminations():
+    cfg = TerminationConfig()
+    ref = _state()
+    assert not terminated(cfg, ref, ref)
+    assert terminated(cfg, _state(root_pos=np.array([0.0, 0.0, 0.29]), key_body_pos=ref.key_body_pos), ref)
+    assert not terminated(cfg, _state(root_quat=_quat_about_x(0.9)), ref)
+    assert terminated(cfg, _state(root_quat=_quat_about_x(1.1)), ref)
+    lost = _state(key_body_pos=ref.key_body_pos + np.array([0.6, 0.0, 0.0]))
+    assert key_body_error(lost, ref) == pytest.approx(0.6)
+    assert terminated(cfg, lost, ref)
+
+
+def test_train_config_rejects_unknown_keys_and_bad_values(tmp_path):
+    good = share_file("config/train/stand.yaml")
+    cfg = load_train_config(good, "cpu-small")
+    assert cfg.shac.num_envs == 8 and cfg.shac.gamma == 0.99 and cfg.task.domain.friction == (0.3, 1.2)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(good.read_text().replace("    joint_pos:\n      weight: 0.3", "    joint_pos:\n      wieght: 0.3"))
+    with pytest.raises(ConfigError, match=r"unknown key 'task.rewards.joint_pos.wieght'"):
+        load_train_config(bad)
+    bad.write_text(good.read_text().replace("friction:\n    - 0.3\n    - 1.2", "friction:\n    - 1.3\n    - 1.2"))
+    with pytest.raises(ConfigError, match="friction': lower bound 1.3 above upper bound 1.2"):
+        load_train_config(bad)
+    with pytest.raises(ConfigError, match="unknown preset 'tpu'"):
+        load_train_config(good, "tpu")

@@ -1,0 +1,86 @@
+"""The G1 imitation task on the MJX core: observations as the ONNX graph sees them, reference
+state initialization, domain randomization, and (slow) stepping with rewards and resets."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.observation import build_observation
+from bcg_train.sim.jax_setup import enable_compilation_cache
+from bcg_train.tasks.config import DomainRandomizationConfig, ImitationConfig
+from bcg_train.tasks.imitation import ImitationTask
+
+ROBOT = load_robot_config()
+
+
+@pytest.fixture(scope="module")
+def squat_task():
+    enable_compilation_cache()
+    return ImitationTask(ImitationConfig(motion="models/motions/squat.csv"), ROBOT)
+
+
+def test_reset_observation_is_the_raw_state_observation(squat_task):
+    task = squat_task
+    state = jax.jit(task.reset, static_argnums=1)(jax.random.PRNGKey(3), 6)
+    frames = np.asarray(state.frame)
+    assert len(set(frames.tolist())) > 1  # reference state initialization: random frames
+    qpos = np.asarray(state.sim.sim.data.qpos)
+    np.testing.assert_allclose(qpos, np.asarray(task.ref_qpos)[frames], atol=1e-6)
+    # the observation is build_observation (numpy) of the raw inputs the robot would report
+    raw = {
+        "imu_quat": qpos[:, 3:7],
+        "imu_gyro": np.asarray(state.sim.sim.data.qvel)[:, 3:6],
+        "joint_pos": qpos[:, 7:],
+        "joint_vel": np.asarray(state.sim.sim.data.qvel)[:, 6:],
+        "last_action": np.zeros((6, 29)),
+        "phase": (frames / task.num_frames)[:, None],
+    }
+    expected = build_observation(task.cfg.observation_spec, raw, ROBOT.default_q)
+    np.testing.assert_allclose(np.asarray(task.observe(state)), expected, atol=1e-5)
+    assert task.obs_size == expected.shape[1]
+    # phase = time / motion length, motion length = frames * control period
+    assert task.reference.length_s == pytest.approx(task.num_frames * ROBOT.control_dt)
+
+
+def test_domain_samples_within_configured_ranges(squat_task):
+    dr = squat_task.cfg.domain
+    d = jax.jit(jax.vmap(squat_task._sample_domain))(jax.random.split(jax.random.PRNGKey(0), 200))
+    for name, (lo, hi) in (("friction", dr.friction), ("mass_delta", dr.base_mass_delta), ("gain_scale", dr.gain_scale)):
+        x = np.asarray(getattr(d, name))
+        assert lo <= x.min() and x.max() <= hi and np.ptp(x) > 0.5 * (hi - lo), name
+    state = jax.jit(squat_task.reset, static_argnums=1)(jax.random.PRNGKey(0), 64)
+    late = np.asarray(state.late).mean()
+    assert 0.25 < late < 0.75  # latency probability 0.5
+    sim = squat_task.domain_sim(dataclasses.replace(state.domain, gain_scale=jnp.asarray(1.1)))
+    np.testing.assert_allclose(np.asarray(sim.sim._kp), 1.1 * ROBOT.kp_array, rtol=1e-6)
+    pelvis = squat_task.pelvis_id
+    assert float(sim.sim.model.body_mass[pelvis]) == pytest.approx(float(squat_task.base_mass[pelvis] + state.domain.mass_delta), rel=1e-6)
+
+
+@pytest.mark.slow
+def test_stand_steps_rewards_and_resets():
+    enable_compilation_cache()
+    cfg = ImitationConfig(domain=DomainRandomizationConfig(enabled=False), episode_length_s=0.2)
+    task = ImitationTask(cfg, ROBOT)
+    state = task.reset(jax.random.PRNGKey(0), 2)
+    step = jax.jit(task.step)
+    outs = []
+    for _ in range(10):
+        state, out = step(state, jnp.zeros((2, 29)))
+        outs.append(out)
+    rewards = np.array([np.asarray(o.reward) for o in outs])
+    best = sum(t.weight for t in (cfg.rewards.joint_pos, cfg.rewards.joint_vel, cfg.rewards.root_pos, cfg.rewards.root_orient, cfg.rewards.root_vel, cfg.rewards.key_body))
+    assert np.isfinite(rewards).all() and (rewards > 0.8 * best).all() and (rewards <= best + 1e-6).all()
+    assert not any(np.asarray(o.terminated).any() for o in outs)
+    # the 0.2 s episode (10 steps) is truncated at step 10 and the environment restarts
+    assert np.asarray(outs[-1].truncated).all() and not np.asarray(outs[-2].truncated).any()
+    assert (np.asarray(state.t) == 0).all()
+    # a robot 1 m away from its reference (standing, teleported) has lost the motion: terminated
+    data = state.sim.sim.data
+    moved = dataclasses.replace(state, sim=dataclasses.replace(state.sim, sim=state.sim.sim.replace(data=data.replace(qpos=data.qpos.at[:, 0].add(1.0)))))
+    _, out = step(moved, jnp.zeros((2, 29)))
+    assert np.asarray(out.terminated).all() and (np.asarray(out.metrics["tracking_error_m"]) > 0.9).all()

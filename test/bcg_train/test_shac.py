@@ -1,0 +1,141 @@
+"""SHAC learner: TD(lambda), one iteration lowers the actor loss, checkpoints, resume, determinism,
+data parallelism over two forced host devices. Runs on the pure-JAX point mass (fast);
+the G1 imitation iteration is in test_shac_g1.py (slow)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash
+from bcg_train.learn.shac import SHAC, td_lambda_returns
+from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
+from bcg_train.tasks.point_mass import PointMassTask
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = SHACConfig(
+    num_envs=8, horizon=8, iterations=20, actor_hidden=(16, 16), critic_hidden=(16,), critic_iterations=2,
+    critic_minibatches=2, actor_output_scale=0.5,
+)
+
+
+def _cfg(tmp_path: Path, name: str, **shac) -> TrainConfig:
+    import dataclasses
+
+    return TrainConfig(shac=dataclasses.replace(TINY, **shac), run_dir=str(tmp_path / name), checkpoint_every=1, devices=1)
+
+
+def _leaves(tree):
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
+
+
+def test_td_lambda_returns_limits():
+    r = jnp.array([[1.0], [2.0], [3.0]])
+    v = jnp.array([[10.0], [20.0], [30.0]])  # value of the state after each step
+    c = jnp.ones((3, 1))
+    g = 0.9
+    # lambda 0: one-step TD targets
+    np.testing.assert_allclose(td_lambda_returns(r, v, c, g, 0.0), r + g * v, rtol=1e-6)
+    # lambda 1: discounted return bootstrapped with the last value
+    mc = np.array([1 + g * 2 + g**2 * 3 + g**3 * 30, 2 + g * 3 + g**2 * 30, 3 + g * 30])
+    np.testing.assert_allclose(td_lambda_returns(r, v, c, g, 1.0)[:, 0], mc, rtol=1e-6)
+    # an episode end at step 0 stops the return there (its next value is given explicitly)
+    c0 = jnp.array([[0.0], [1.0], [1.0]])
+    np.testing.assert_allclose(td_lambda_returns(r, v, c0, g, 1.0)[0, 0], 1 + g * 10, rtol=1e-6)
+
+
+def test_one_iteration_is_finite_and_lowers_the_actor_loss():
+    shac = SHAC(PointMassTask(), TINY)
+    state = shac.init(0)
+    _, k_noise, _ = jax.random.split(state.rng, 3)
+    before, _ = shac._rollout(state.actor, state, k_noise)
+    new, metrics = jax.jit(shac.iteration)(state)
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    assert all(np.isfinite(x).all() for x in _leaves(new))
+    after, _ = shac._rollout(new.actor, state, k_noise)
+    assert float(after) < float(before)
+    assert float(metrics["actor_loss"]) == pytest.approx(float(before), rel=1e-5)
+    assert int(new.iteration) == 1 and float(new.obs_stats.count) > float(state.obs_stats.count)
+
+
+@pytest.mark.slow
+def test_training_improves_the_point_mass(tmp_path):
+    cfg = _cfg(tmp_path, "long", iterations=60, num_envs=16, horizon=16)
+    _, _, history = train(cfg, task=PointMassTask(), progress=False)
+    first = np.mean([h["reward"] for h in history[:5]])
+    last = np.mean([h["reward"] for h in history[-5:]])
+    assert last > first + 0.1, (first, last)
+    assert (Path(cfg.run_dir) / "metrics.csv").read_text().count("\n") == 61
+    assert any((Path(cfg.run_dir) / "tb").iterdir())
+
+
+def test_checkpoint_round_trip(tmp_path):
+    cfg = _cfg(tmp_path, "ckpt")
+    shac = SHAC(PointMassTask(), cfg.shac)
+    state, _ = jax.jit(shac.iteration)(shac.init(3))
+    path = save_checkpoint(tmp_path / "c.pkl", cfg, state)
+    ckpt = load_checkpoint(path)
+    assert ckpt.config == cfg
+    assert config_hash(ckpt.config) == config_hash(cfg)
+    for a, b in zip(_leaves(ckpt.state), _leaves(state)):
+        np.testing.assert_array_equal(a, b)
+    path.write_bytes(b"not a pickle")
+    with pytest.raises(CheckpointError, match="c.pkl: cannot read checkpoint"):
+        load_checkpoint(path)
+
+
+def test_resume_equals_uninterrupted_and_runs_are_deterministic(tmp_path):
+    task = PointMassTask()
+    _, full, _ = train(_cfg(tmp_path, "full"), task=task, iterations=2, progress=False)
+    _, again, _ = train(_cfg(tmp_path, "again"), task=task, iterations=2, progress=False)
+    _, half, _ = train(_cfg(tmp_path, "split"), task=task, iterations=1, progress=False)
+    _, resumed, _ = train(_cfg(tmp_path, "split"), task=task, resume=tmp_path / "split", iterations=1, progress=False)
+    assert int(resumed.iteration) == 2
+    for a, b, c in zip(_leaves(full), _leaves(again), _leaves(resumed)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+    with pytest.raises(CheckpointError, match="different config"):
+        train(_cfg(tmp_path, "split", gamma=0.5), task=task, resume=tmp_path / "split", iterations=1, progress=False)
+
+
+DATA_PARALLEL_SCRIPT = textwrap.dedent(
+    """
+    import jax, numpy as np
+    from bcg_train.learn.config import SHACConfig
+    from bcg_train.learn.shac import SHAC
+    from bcg_train.tasks.point_mass import PointMassTask
+    assert len(jax.devices()) == 2, jax.devices()
+    cfg = SHACConfig(num_envs=8, horizon=8, iterations=20, actor_hidden=(16, 16), critic_hidden=(16,),
+                     critic_iterations=2, critic_minibatches=2, actor_output_scale=0.5)
+    results = {}
+    for devices in (1, 2):
+        shac = SHAC(PointMassTask(), cfg, num_devices=devices)
+        state = shac.init(0)
+        step = shac.jit_iteration(state)
+        for _ in range(2):
+            state, metrics = step(state)
+        results[devices] = state
+        shards = {d.id for d in state.env.pos.sharding.device_set}
+        print("devices", devices, "env shards on", sorted(shards), "actor loss", float(metrics["actor_loss"]))
+        assert len(shards) == devices
+        assert len(state.env.pos.addressable_shards) == devices
+    for a, b in zip(jax.tree_util.tree_leaves(results[1]), jax.tree_util.tree_leaves(results[2])):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+    print("DATA PARALLEL OK")
+    """
+)
+
+
+@pytest.mark.slow
+def test_data_parallel_over_two_host_devices_matches_one_device():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", DATA_PARALLEL_SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "DATA PARALLEL OK" in proc.stdout
+    assert "env shards on [0, 1]" in proc.stdout

@@ -1,0 +1,45 @@
+"""bcg-train / bcg-export argument and config errors (one line, exit 2, nothing trained),
+and the benchmark's threshold arithmetic."""
+
+import pytest
+
+from bcg_train.cli.benchmark import steps_to_threshold
+from bcg_train.cli.export import main as export_main
+from bcg_train.cli.train import main as train_main
+
+
+def _run(main, argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    return err
+
+
+def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
+    err = _run(train_main, ["--task", "moonwalk", "--run-dir", str(tmp_path / "r")], capsys)
+    assert err.startswith("bcg-train: error:") and "moonwalk.yaml" in err and "cannot read" in err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("shac:\n  horizon: 0\n")
+    err = _run(train_main, ["--task", "stand", "--config", str(bad), "--run-dir", str(tmp_path / "r")], capsys)
+    assert "bad.yaml" in err and "shac.horizon must be >= 1" in err
+    bad.write_text("shac:\n  num_env: 8\n")
+    err = _run(train_main, ["--task", "stand", "--config", str(bad), "--run-dir", str(tmp_path / "r")], capsys)
+    assert "unknown key 'shac.num_env'" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_export_rejects_a_missing_checkpoint(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    err = _run(export_main, [str(tmp_path / "run"), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert err.startswith("bcg-export: error:") and "no checkpoint" in err
+    assert not (tmp_path / "p.onnx").exists()
+
+
+def test_steps_to_threshold_uses_a_moving_window():
+    history = [{"tracking_error_m": e, "env_steps": 100.0 * (i + 1), "wall_s": float(i)} for i, e in enumerate([0.2] * 5 + [0.01] * 10)]
+    steps, wall = steps_to_threshold(history, 0.05)
+    # the 5-iteration mean drops below 5 cm once 4 of the last 5 are 1 cm: (0.2 + 4 * 0.01) / 5 = 0.048
+    assert steps == 900.0 and wall == 8.0
+    assert steps_to_threshold(history, 0.001) == (None, None)
