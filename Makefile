@@ -12,7 +12,6 @@ STAMP_DEPLOY := $(VENV)/.bcg-deploy
 STAMP_FULL := $(VENV)/.bcg-full
 COLCON_WS := $(shell mktemp -u /tmp/bcg-colcon-XXXXXX)
 
-export XLA_FLAGS ?= --xla_cpu_multi_thread_eigen=false
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
 .PHONY: setup setup-deploy sim2sim test pytest colcon-test deploy-check robot-info clean-venv
