@@ -4,8 +4,9 @@ Two variants, one builder:
 
 ``train``
     For MJX and its gradients: primitive colliders only (meshes removed), each foot
-    as 4 contact spheres, Euler integrator, one solver iteration (reverse mode cannot go
-    through MJX's solver loop with more), physics step 200-250 Hz, contact stiffness
+    as 4 contact spheres, Euler integrator, Newton solver with 3 iterations (run by
+    :mod:`bcg_train.sim.solver` under ``scan`` so reverse mode works; with 1 iteration
+    MJX lets the G1 diverge), physics step 200-250 Hz, contact stiffness
     from a preset. Only feet, pelvis, torso and head touch the floor; no self-collision.
 
 ``bridge``
@@ -57,6 +58,9 @@ CONTACT_PRESETS: dict[str, ContactPreset] = {
 }
 
 TRAIN_DT_RANGE = (1 / 250, 1 / 200)
+# Newton iterations of the train variant. One lets the G1 in MJX go NaN (float32) under
+# 0.05 rad action noise; 2-20 keep it finite (measured in issue #3). 3 leaves a margin.
+TRAIN_SOLVER_ITERATIONS = 3
 BRIDGE_DT_RANGE = (1 / 1000, 1 / 500)
 
 # Foot contact spheres in the ankle-roll frame (x forward, y left, z up), metres.
@@ -216,8 +220,11 @@ def build_spec(
         _set_robot_collision_filter(spec, set(feet) | set(TRAIN_BODY_COLLIDERS))
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
         spec.option.solver = mujoco.mjtSolver.mjSOL_NEWTON
-        spec.option.iterations = 1
+        spec.option.iterations = TRAIN_SOLVER_ITERATIONS
         spec.option.ls_iterations = 4
+        # sparse mass matrix: MJX factors it in plain JAX, no batched LAPACK kernel
+        # (those deadlock XLA's thread pool on 2-core CPUs; see bcg_train/sim/linalg.py)
+        spec.option.jacobian = mujoco.mjtJacobian.mjJAC_SPARSE
     else:
         _set_robot_collision_filter(spec, None)
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST

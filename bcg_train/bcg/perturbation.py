@@ -21,13 +21,14 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
+from bcg_train.sim import linalg
 from bcg_train.sim.contact import point_jacobian
 
 
 def damped_pseudo_inverse_map(jacobian: jax.Array, cartesian: jax.Array, damping: float) -> jax.Array:
     """``J^T (J J^T + damping I)^-1 x`` for a batch of Cartesian vectors ``x`` (..., 3)."""
     gram = jacobian @ jacobian.T + damping * jnp.eye(jacobian.shape[0], dtype=jacobian.dtype)
-    solved = jnp.linalg.solve(gram, cartesian.reshape(-1, jacobian.shape[0]).T)
+    solved = linalg.spd_solve(gram, cartesian.reshape(-1, jacobian.shape[0]).T)
     return (jacobian.T @ solved).T.reshape(cartesian.shape[:-1] + (jacobian.shape[1],))
 
 

@@ -24,6 +24,7 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
+from bcg_train.sim import solver
 from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.contact import contact_normal_forces
 from bcg_train.sim.jax_setup import float64_enabled
@@ -140,7 +141,7 @@ class MjxSim:
     def reset_to(self, qpos: jax.Array, qvel: jax.Array, rng: jax.Array) -> SimState:
         data = mjx.make_data(self.model)
         data = data.replace(qpos=jnp.asarray(qpos, self.dtype), qvel=jnp.asarray(qvel, self.dtype))
-        data = mjx.forward(self.model, data)
+        data = solver.forward(self.model, data)
         zeros = jnp.zeros((data._impl.ncon,), self.dtype)
         info = {
             "contact_force": zeros,
@@ -165,7 +166,7 @@ class MjxSim:
     def physics_step(self, data: mjx.Data, q_target: jax.Array) -> tuple[mjx.Data, jax.Array]:
         """One physics step with the PD torque; returns new data and per-contact normal force."""
         data = data.replace(ctrl=self.pd_torque(data, q_target))
-        data = mjx.step(self.model, data)
+        data = solver.step(self.model, data)
         return data, contact_normal_forces(self.model, data)
 
     def control_step(self, data: mjx.Data, q_target: jax.Array) -> tuple[mjx.Data, ContactSummary]:

@@ -68,11 +68,6 @@ class ImitationConfig:
     motion_fps: float = 30.0
     contact: str = "default"  # contact preset of the train model (soft | default | stiff)
     physics_dt: float = 0.005
-    # true: CG constraint solver and sparse mass-matrix factorization, so the MJX program
-    # makes no LAPACK call. That sidesteps a jaxlib deadlock seen on 2-core CPUs (batched
-    # triangular solves waiting on the exhausted XLA thread pool; see models/README.md).
-    # false: the train variant as built (Newton solver, dense factorization).
-    lapack_free: bool = False
     episode_length_s: float = 10.0
     reference_state_init: bool = True
     observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC

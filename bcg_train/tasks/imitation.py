@@ -45,12 +45,8 @@ from bcg_train.tasks.rewards import TrackedState, key_body_error, reward_terms, 
 
 
 def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
-    """The ``train`` model variant as this task simulates it (contact preset, solver)."""
-    model = build_model(robot, "train", physics_dt=cfg.physics_dt, contact=cfg.contact)
-    if cfg.lapack_free:
-        model.opt.solver = mujoco.mjtSolver.mjSOL_CG
-        model.opt.jacobian = mujoco.mjtJacobian.mjJAC_SPARSE
-    return model
+    """The ``train`` model variant as this task simulates it (its contact preset)."""
+    return build_model(robot, "train", physics_dt=cfg.physics_dt, contact=cfg.contact)
 
 
 def resolve_share_path(path: str) -> Path:

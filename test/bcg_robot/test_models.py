@@ -6,7 +6,8 @@ import pytest
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.model import (
-    CONTACT_PRESETS, FLOOR_NAME, build_model, effective_contact_timeconst, foot_sphere_name, joint_qpos_indices,
+    CONTACT_PRESETS, FLOOR_NAME, TRAIN_SOLVER_ITERATIONS, build_model, effective_contact_timeconst, foot_sphere_name,
+    joint_qpos_indices,
 )
 from bcg_robot.standing import stand_at_default_pose
 
@@ -36,7 +37,7 @@ def test_train_variant_is_mjx_shaped(cfg):
     assert not np.any(model.geom_type == mujoco.mjtGeom.mjGEOM_MESH)
     assert model.nmesh == 0
     assert model.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
-    assert model.opt.iterations == 1
+    assert model.opt.iterations == TRAIN_SOLVER_ITERATIONS
     for foot in cfg.feet:
         spheres = [g for g in range(model.ngeom) if model.geom_bodyid[g] == model.body(foot).id and model.geom_conaffinity[g]]
         assert len(spheres) == 4
