@@ -24,11 +24,8 @@ import threading
 import time
 
 import numpy as np
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
@@ -39,7 +36,7 @@ from bcg_robot.wire import (COMMAND_TOPIC, STATE_IMU_TOPIC, STATE_JOINTS_TOPIC, 
                             UNITREE_COMMAND_TOPIC, UNITREE_MODE_MACHINE_29DOF, UNITREE_STATE_TOPIC, LowCommand,
                             command_from_flat)
 
-from bcg_policy_node.node.spin import install_stop_signals, spin_until_stopped
+from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.operator_api import REMOTE_ESTOP_BUTTONS, REMOTE_RUN_BUTTONS
 
 RECEIVED_TOPIC = "loopback_robot/received"
@@ -263,18 +260,7 @@ class LoopbackRobot(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = install_stop_signals()
-    node = LoopbackRobot()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        spin_until_stopped(executor, stop)
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node("loopback_robot", LoopbackRobot, args)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import Any, Callable
 
 import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+from bcg_robot.errors import BCGInputError
 
 
 def install_stop_signals() -> threading.Event:
@@ -38,3 +44,28 @@ def spin_until_stopped(executor, stop: threading.Event) -> None:
     thread.join()
     if failure:
         raise failure[0]
+
+
+def run_node(name: str, make_node: Callable[[], Any], args=None, close: Callable[[Any], None] | None = None) -> int:
+    """``main()`` of a single-node process: init rclpy with our own stop signals, build the
+    node (a bad parameter or input file is a one-line error and exit status 2), spin it in
+    a single-threaded executor until SIGINT/SIGTERM, then ``close(node)``, destroy and shut down."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = install_stop_signals()
+    try:
+        node = make_node()
+    except (BCGInputError, ParameterException) as err:
+        print(f"{name}: error: {err}", flush=True)
+        rclpy.try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        spin_until_stopped(executor, stop)
+    finally:
+        executor.shutdown()
+        if close is not None:
+            close(node)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

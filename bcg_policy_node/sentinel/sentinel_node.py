@@ -15,12 +15,8 @@ from __future__ import annotations
 import threading
 import time
 
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String, UInt64
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
@@ -30,7 +26,7 @@ from bcg_robot.wire import LowCommand
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
-from bcg_policy_node.node.spin import install_stop_signals, spin_until_stopped
+from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch
 
 
@@ -90,24 +86,7 @@ class SentinelNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = install_stop_signals()
-    try:
-        node = SentinelNode()
-    except (BCGInputError, ParameterException) as err:
-        print(f"sentinel: error: {err}", flush=True)
-        rclpy.try_shutdown()
-        return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        spin_until_stopped(executor, stop)
-    finally:
-        executor.shutdown()
-        node.interface.close()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node("sentinel", SentinelNode, args, close=lambda node: node.interface.close())
 
 
 if __name__ == "__main__":
