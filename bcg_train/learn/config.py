@@ -42,6 +42,11 @@ class SHACConfig:
     critic_iterations: int = 16
     critic_minibatches: int = 4
     actor_grad_clip: float = 1.0
+    # per-environment cap on the norm of the gradient flowing back through the simulator
+    # state at every control step (0: off, the published SHAC). Stiff contact makes the
+    # step Jacobians' product blow up (1e10-inf in float32 over 32 G1 steps); the cap keeps
+    # the gradient of the near future and drops the exploded far tail's magnitude.
+    state_grad_clip: float = 0.0
     critic_grad_clip: float = 10.0
     target_critic_alpha: float = 0.2  # target <- alpha * target + (1 - alpha) * critic
     action_noise_std: float = 0.1  # exploration noise on the raw action during training
@@ -56,6 +61,8 @@ class SHACConfig:
                 raise ValueError(f"shac.{name} must be >= 1")
         if (self.num_envs * self.horizon) % self.critic_minibatches:
             raise ValueError("shac.critic_minibatches must divide num_envs * horizon")
+        if self.state_grad_clip < 0:
+            raise ValueError("shac.state_grad_clip must be >= 0 (0: off)")
         if not (0 < self.gamma <= 1 and 0 <= self.td_lambda <= 1):
             raise ValueError("shac.gamma must be in (0, 1] and shac.td_lambda in [0, 1]")
 

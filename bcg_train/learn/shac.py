@@ -14,7 +14,9 @@ One iteration (``jax.jit``-compiled, the rollout under ``jax.lax.scan``):
 4. The observation normalizer absorbs the window's observations.
 
 The environment state carried to the next iteration is cut from the graph
-(``stop_gradient``): gradients never cross a window boundary.
+(``stop_gradient``): gradients never cross a window boundary. With
+``state_grad_clip > 0`` the gradient through the state is also capped per environment
+at every step (:func:`clip_state_gradient`).
 
 A task is anything with ``obs_size``, ``action_size``, ``reset(rng, num_envs)``,
 ``observe(state)`` and ``step(state, action) -> (state, StepOutput)`` (see
@@ -52,6 +54,33 @@ def linear_decay_schedule(lr: float, lr_end: float, steps: int) -> optax.Schedul
 def make_optimizer(schedule: optax.Schedule, betas: tuple[float, float], max_grad_norm: float) -> optax.GradientTransformation:
     """Gradient-norm clipping followed by Adam with the given betas."""
     return optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(schedule, b1=betas[0], b2=betas[1]))
+
+
+def clip_state_gradient(state: Any, max_norm: float, batch_size: int) -> Any:
+    """Identity forward; backward, each environment's cotangent (over every float leaf of
+    ``state`` with leading axis ``batch_size``) is scaled to norm <= ``max_norm`` and
+    non-finite entries become 0. Gradient clipping through time, one control step at a time."""
+
+    def batched(x):
+        return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) and x.ndim >= 1 and x.shape[0] == batch_size
+
+    @jax.custom_vjp
+    def identity(tree):
+        return tree
+
+    def forward(tree):
+        return tree, None
+
+    def backward(_, cotangent):
+        leaves = [jnp.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0) if batched(g) else g for g in jax.tree_util.tree_leaves(cotangent)]
+        squares = [jnp.sum(jnp.square(g).reshape(batch_size, -1), axis=1) for g in leaves if batched(g)]
+        norm = jnp.sqrt(sum(squares)) if squares else jnp.zeros((batch_size,))
+        scale = jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-30))
+        scaled = [g * scale.reshape((batch_size,) + (1,) * (g.ndim - 1)).astype(g.dtype) if batched(g) else g for g in leaves]
+        return (jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(cotangent), scaled),)
+
+    identity.defvjp(forward, backward)
+    return identity(state)
 
 
 def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
@@ -156,6 +185,8 @@ class SHAC:
             obs = task.observe(env)
             action = jnp.clip(policy_action(actor, stats, obs, cfg.obs_clip, cfg.action_clip) + eps, -cfg.action_clip, cfg.action_clip)
             env, out = task.step(env, action)
+            if cfg.state_grad_clip > 0:
+                env = clip_state_gradient(env, cfg.state_grad_clip, cfg.num_envs)
             ret_acc = ret_acc + discount * out.reward
             done = out.terminated | out.truncated
             boot = jnp.where(out.truncated, value(out.terminal_obs), 0.0)
