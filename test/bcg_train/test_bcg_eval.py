@@ -7,16 +7,15 @@ import pytest
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
-from bcg_robot.paths import share_file
+from bcg_sim_bridge.policies import shipped_policy
 from bcg_train.cli.evaluate import main as eval_main
 from bcg_train.export.onnx_graph import default_pose_weights, save_policy_onnx
 
-SHIPPED = share_file("models/stand.onnx")
-
 
 def _policy(tmp_path: Path) -> Path:
-    if SHIPPED.is_file():
-        return SHIPPED
+    shipped = shipped_policy()
+    if shipped is not None:
+        return shipped
     robot = load_robot_config()
     contract = PolicyContract.for_robot(robot, motion_id="stand", motion_length_s=10.02)
     return save_policy_onnx(tmp_path / "default_stand.onnx", contract, default_pose_weights(contract))
