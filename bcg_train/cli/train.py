@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -31,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
             overrides["shac"] = {"iterations": args.iterations}
         cfg = load_train_config(path, args.preset, overrides)
         from bcg_train.learn.train import train  # JAX import after argument errors
+        from bcg_train.sim.jax_setup import memory_map_warning
+
+        warning = memory_map_warning()
+        if warning:
+            print(f"{parser.prog}: warning: {warning}", file=sys.stderr, flush=True)
 
         t0 = time.perf_counter()
         _, state, history = train(cfg, resume=args.resume, progress=not args.no_progress)

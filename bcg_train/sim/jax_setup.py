@@ -34,3 +34,26 @@ def enable_float64() -> None:
 
 def float64_enabled() -> bool:
     return bool(jax.config.read("jax_enable_x64"))
+
+
+MIN_MAP_COUNT = 262144
+
+
+def memory_map_warning(path: Path | str = "/proc/sys/vm/max_map_count") -> str | None:
+    """A warning when the kernel's memory-map limit is low for XLA:CPU, else None.
+
+    XLA:CPU's JIT maps every compiled kernel section separately; the G1 SHAC iteration
+    needed ~37k maps once compiled and more while compiling, and on a machine with the
+    default ``vm.max_map_count`` (65530) one compile died with LLVM's "Unable to
+    allocate section memory".
+    """
+    try:
+        limit = int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if limit >= MIN_MAP_COUNT or jax.default_backend() != "cpu":
+        return None
+    return (
+        f"vm.max_map_count is {limit}; compiling a G1 training iteration on CPU can need more memory maps "
+        f"(LLVM 'Unable to allocate section memory'); raise it: sudo sysctl -w vm.max_map_count={MIN_MAP_COUNT}"
+    )
