@@ -4,6 +4,7 @@ Per run directory (``cfg.run_dir``):
 
 ``config.yaml``          the resolved :class:`TrainConfig` (``bcg_robot.yaml_dataclass.dump_dataclass``)
 ``metrics.csv``          one row per iteration (also as TensorBoard scalars in ``tb/``)
+``curves.png``           training curves, redrawn at every checkpoint (:mod:`bcg_train.learn.curves`)
 ``checkpoints/NNNNNN.pkl`` the full training state (learner, optimizers, normalizer, environments,
                           RNG) plus the resolved config and its hash; :func:`train` with
                           ``resume=...`` continues bit for bit as if never interrupted.
@@ -26,6 +27,7 @@ from bcg_robot.config import RobotConfig, load_robot_config
 from bcg_robot.errors import BCGInputError
 from bcg_robot.yaml_dataclass import dump_dataclass, from_mapping, to_plain
 from bcg_train.learn.config import TrainConfig, config_hash
+from bcg_train.learn.curves import plot_training_curves
 from bcg_train.learn.shac import SHAC, SHACState
 from bcg_train.sim.jax_setup import enable_compilation_cache
 
@@ -165,5 +167,6 @@ def train(
             on_iteration(it + 1, row)
         if (it + 1) % cfg.checkpoint_every == 0 or it + 1 == stop:
             save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state)
+            plot_training_curves(log.path, run_dir / "curves.png", f"{run_dir.name}: iteration {it + 1}")
     log.close()
     return shac.policy_fn(state), state, history

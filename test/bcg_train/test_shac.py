@@ -73,6 +73,7 @@ def test_training_improves_the_point_mass(tmp_path):
     assert last > first + 0.1, (first, last)
     assert (Path(cfg.run_dir) / "metrics.csv").read_text().count("\n") == 61
     assert any((Path(cfg.run_dir) / "tb").iterdir())
+    assert (Path(cfg.run_dir) / "curves.png").stat().st_size > 10_000
 
 
 def test_checkpoint_round_trip(tmp_path):

@@ -1,0 +1,66 @@
+"""Training curves of a run (``metrics.csv``) as one PNG, rewritten at every checkpoint."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+# (column, axis label, log scale)
+PANELS = (
+    ("reward", "reward per step", False),
+    ("tracking_error_m", "tracking error (m)", False),
+    ("episodes_ended", "episodes ended per iteration", False),
+    ("actor_grad_norm", "actor gradient norm (before clipping)", True),
+    ("critic_loss", "critic loss", True),
+    ("bundled", "fraction of steps in a BCG bundle", False),
+)
+
+
+def read_metrics(path: Path) -> dict[str, list[float]]:
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    columns: dict[str, list[float]] = {}
+    for row in rows:
+        for key, value in row.items():
+            try:
+                columns.setdefault(key, []).append(float(value))
+            except (TypeError, ValueError):
+                columns.setdefault(key, []).append(math.nan)
+    return columns
+
+
+def plot_training_curves(metrics_csv: Path, out_png: Path, title: str = "") -> Path:
+    """Six panels against environment steps; non-finite gradient norms are marked at the top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = read_metrics(metrics_csv)
+    x = data.get("env_steps") or data.get("iteration", [])
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharex=True)
+    for ax, (key, label, log) in zip(axes.flat, PANELS):
+        ys = data.get(key)
+        ax.set_title(label, fontsize=9)
+        if not ys:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+            continue
+        finite = [(a, b) for a, b in zip(x, ys) if math.isfinite(b) and (b > 0 or not log)]
+        if finite:
+            ax.plot(*zip(*finite), lw=1)
+        bad = [a for a, b in zip(x, ys) if not math.isfinite(b)]
+        if bad:
+            ax.plot(bad, [1.0] * len(bad), "rx", transform=ax.get_xaxis_transform(), label=f"non-finite ({len(bad)})")
+            ax.legend(fontsize=8)
+        if log:
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("environment steps")
+    fig.suptitle(title or str(metrics_csv.parent), fontsize=10)
+    fig.tight_layout()
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_png, dpi=90)
+    plt.close(fig)
+    return out_png
