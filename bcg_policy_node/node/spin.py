@@ -46,10 +46,17 @@ def spin_until_stopped(executor, stop: threading.Event) -> None:
         raise failure[0]
 
 
-def run_node(name: str, make_node: Callable[[], Any], args=None, close: Callable[[Any], None] | None = None) -> int:
+def run_node(
+    name: str,
+    make_node: Callable[[], Any],
+    args=None,
+    close: Callable[[Any], None] | None = None,
+    start: Callable[[Any], str | None] | None = None,
+) -> int:
     """``main()`` of a single-node process: init rclpy with our own stop signals, build the
-    node (a bad parameter or input file is a one-line error and exit status 2), spin it in
-    a single-threaded executor until SIGINT/SIGTERM, then ``close(node)``, destroy and shut down."""
+    node (a bad parameter or input file is a one-line error and exit status 2), run
+    ``start(node)`` (it returns an error message to exit with status 2, or None), spin in a
+    single-threaded executor until SIGINT/SIGTERM, then ``close(node)``, destroy, shut down."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = install_stop_signals()
     try:
@@ -60,12 +67,18 @@ def run_node(name: str, make_node: Callable[[], Any], args=None, close: Callable
         return 2
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    code = 0
     try:
-        spin_until_stopped(executor, stop)
+        error = start(node) if start is not None else None
+        if error:
+            print(f"{name}: error: {error}", flush=True)
+            code = 2
+        else:
+            spin_until_stopped(executor, stop)
     finally:
         executor.shutdown()
         if close is not None:
             close(node)
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return code
