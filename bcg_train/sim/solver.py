@@ -12,11 +12,11 @@ alike (measured in issue #3), while 3-4 iterations hold it.
 steps keep the context unchanged (``lax.cond``), so the forward result equals
 ``mjx.solve``'s and reverse mode works. The per-iteration pieces (line search, constraint
 and gradient update) are MJX's own, from ``mujoco.mjx._src.solver`` of the pinned
-``mujoco`` version, except the Newton direction, which solves with the Hessian through
-:mod:`bcg_train.sim.linalg` (no LAPACK custom call, so no CPU thread-pool deadlock under
-``vmap``); :func:`step` composes MJX's public forward stages around it. Models should use
-the sparse mass matrix (``opt.jacobian = SPARSE``), whose factorization in MJX is also
-LAPACK-free; the ``train`` variant does.
+``mujoco`` version, except the Newton direction on sparse models (``opt.jacobian =
+SPARSE``), which solves with the Hessian through :mod:`bcg_train.sim.linalg`. MJX factors
+the sparse mass matrix in plain JAX too, so a sparse model's step has no LAPACK custom
+call and cannot hit the CPU thread-pool deadlock under ``vmap``; the ``train`` variant is
+sparse. :func:`step` composes MJX's public forward stages around the solver.
 ``test/bcg_train/sim/test_solver.py`` checks both against ``mjx.step``.
 """
 
@@ -44,14 +44,17 @@ def _not_done(m: mjx.Model, d: mjx.Data, ctx: _mjx_solver.Context) -> jax.Array:
 
 
 def _update_gradient(m: mjx.Model, d: mjx.Data, ctx: _mjx_solver.Context) -> _mjx_solver.Context:
-    """Gradient and preconditioned gradient; Newton's Hessian solve without LAPACK.
+    """Gradient and preconditioned gradient; on sparse models, Newton's solve without LAPACK.
 
-    CG is MJX's own code. For Newton (pyramidal cone) this is MJX's Hessian
-    ``M + J^T diag(D * active) J`` factored by :mod:`bcg_train.sim.linalg` instead of
-    ``jax.scipy.linalg.cho_factor``, whose batched LAPACK kernel deadlocks XLA's thread
-    pool on 2-core CPUs (see that module).
+    CG, and Newton on dense models, are MJX's own code. For Newton (pyramidal cone) on a
+    sparse model this is MJX's Hessian ``M + J^T diag(D * active) J`` factored by
+    :mod:`bcg_train.sim.linalg` instead of ``jax.scipy.linalg.cho_factor``, whose batched
+    LAPACK kernel deadlocks XLA's thread pool on 2-core CPUs (see that module); with the
+    sparse mass matrix the whole step is then LAPACK-free. Dense models keep MJX's exact
+    numerics (separately compiled programs agree bit for bit, which the BCG tests on the
+    toy models rely on; the plain-JAX Cholesky can differ by an ulp between programs).
     """
-    if m.opt.solver != SolverType.NEWTON:
+    if m.opt.solver != SolverType.NEWTON or not _mjx_support.is_sparse(m):
         return _mjx_solver._update_gradient(m, d, ctx)
     if m.opt.cone == ConeType.ELLIPTIC:
         raise NotImplementedError("bcg_train.sim.solver: Newton with the elliptic cone is not supported")
