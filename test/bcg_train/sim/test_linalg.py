@@ -49,13 +49,3 @@ def test_no_lapack_custom_call_in_the_program():
     lapack = jax.jit(jax.vmap(jnp.linalg.solve)).lower(a, a[:, 0]).as_text()
     assert "custom_call" in lapack  # the guard above would catch a LAPACK call
 
-
-def test_memory_map_warning_reads_the_kernel_limit(tmp_path):
-    from bcg_train.sim.jax_setup import MIN_MAP_COUNT, memory_map_warning
-
-    low, high = tmp_path / "low", tmp_path / "high"
-    low.write_text("65530\n")
-    high.write_text(f"{MIN_MAP_COUNT}\n")
-    assert "vm.max_map_count is 65530" in memory_map_warning(low)
-    assert memory_map_warning(high) is None
-    assert memory_map_warning(tmp_path / "missing") is None
