@@ -48,6 +48,10 @@ class SHACConfig:
     # the gradient of the near future and drops the exploded far tail's magnitude.
     state_grad_clip: float = 0.0
     critic_grad_clip: float = 10.0
+    # iterations at the start that fit the critics (and the observation normalizer) while
+    # the actor stays fixed: the actor's window loss bootstraps with the critics' value at
+    # the window end, and an untrained critic's gradient there is noise (0: off, published)
+    critic_warmup_iterations: int = 0
     target_critic_alpha: float = 0.2  # target <- alpha * target + (1 - alpha) * critic
     action_noise_std: float = 0.1  # exploration noise on the raw action during training
     actor_output_scale: float = 0.01  # initial last-layer scale: start near the default pose
@@ -61,6 +65,8 @@ class SHACConfig:
                 raise ValueError(f"shac.{name} must be >= 1")
         if (self.num_envs * self.horizon) % self.critic_minibatches:
             raise ValueError("shac.critic_minibatches must divide num_envs * horizon")
+        if self.critic_warmup_iterations < 0 or self.critic_warmup_iterations >= self.iterations:
+            raise ValueError("shac.critic_warmup_iterations must be in [0, iterations)")
         if self.state_grad_clip < 0:
             raise ValueError("shac.state_grad_clip must be >= 0 (0: off)")
         if not (0 < self.gamma <= 1 and 0 <= self.td_lambda <= 1):

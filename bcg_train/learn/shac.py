@@ -7,7 +7,8 @@ One iteration (``jax.jit``-compiled, the rollout under ``jax.lax.scan``):
    contact, per the task's config). The actor loss is the negative discounted return
    of the window, bootstrapped with the target critics' mean value at the window end
    and at time-limit truncations (not at terminations), averaged over steps and envs.
-2. One clipped Adam step on the actor (:func:`make_optimizer`).
+2. One clipped Adam step on the actor (:func:`make_optimizer`), skipped during the first
+   ``critic_warmup_iterations`` (:func:`hold_during_warmup`).
 3. TD(lambda) targets from the window (:func:`td_lambda_returns`) and
    ``critic_iterations`` passes over ``critic_minibatches`` minibatches for the critic
    ensemble; soft update of the target critics.
@@ -83,6 +84,13 @@ def clip_state_gradient(state: Any, max_norm: float, batch_size: int) -> Any:
     return identity(state)
 
 
+def hold_during_warmup(updates: Params, iteration: jax.Array, warmup_iterations: int) -> Params:
+    """Zero parameter updates while ``iteration < warmup_iterations`` (critic warm-up: the
+    actor waits until the critics it bootstraps with have seen a few windows)."""
+    active = (iteration >= warmup_iterations).astype(jnp.float32)
+    return jax.tree_util.tree_map(lambda u: u * active.astype(u.dtype), updates)
+
+
 def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
     """Values of every critic of the ensemble, shape (num_critics, ...)."""
     return jax.vmap(lambda p: mlp_apply(p, obs)[..., 0])(critics)
@@ -134,7 +142,7 @@ class SHAC:
         self.task, self.cfg = task, cfg
         self.actor_sizes = (task.obs_size, *cfg.actor_hidden, task.action_size)
         self.critic_sizes = (task.obs_size, *cfg.critic_hidden, 1)
-        self.actor_tx = make_optimizer(linear_decay_schedule(cfg.actor_lr, cfg.lr_end, cfg.iterations), cfg.betas, cfg.actor_grad_clip)
+        self.actor_tx = make_optimizer(linear_decay_schedule(cfg.actor_lr, cfg.lr_end, cfg.iterations - cfg.critic_warmup_iterations), cfg.betas, cfg.actor_grad_clip)
         critic_updates = cfg.iterations * cfg.critic_iterations * cfg.critic_minibatches
         self.critic_tx = make_optimizer(linear_decay_schedule(cfg.critic_lr, cfg.lr_end, critic_updates), cfg.betas, cfg.critic_grad_clip)
         devices = jax.devices()[: num_devices or None]
@@ -236,6 +244,11 @@ class SHAC:
         grad_norm = optax.tree.norm(grads)
         grads = jax.tree_util.tree_map(lambda g: jnp.nan_to_num(g), grads)
         updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
+        if cfg.critic_warmup_iterations > 0:
+            updates = hold_during_warmup(updates, state.iteration, cfg.critic_warmup_iterations)
+            actor_opt = jax.tree_util.tree_map(
+                lambda new, old: jnp.where(state.iteration >= cfg.critic_warmup_iterations, new, old), actor_opt, state.actor_opt
+            )
         actor = optax.apply_updates(state.actor, updates)
 
         obs, rewards, next_values, continues, step_metrics, done = records

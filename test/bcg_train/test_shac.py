@@ -140,3 +140,30 @@ def test_data_parallel_over_two_host_devices_matches_one_device():
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "DATA PARALLEL OK" in proc.stdout
     assert "env shards on [0, 1]" in proc.stdout
+
+
+def test_critic_warmup_holds_the_actor_then_releases_it():
+    import dataclasses
+
+    shac = SHAC(PointMassTask(), dataclasses.replace(TINY, critic_warmup_iterations=2))
+    step = jax.jit(shac.iteration)
+    s0 = shac.init(0)
+    s1, _ = step(s0)
+    s2, _ = step(s1)
+    s3, _ = step(s2)
+    for a, b in zip(_leaves(s0.actor) + _leaves(s0.actor_opt), _leaves(s2.actor) + _leaves(s2.actor_opt)):
+        np.testing.assert_array_equal(a, b)  # actor and its optimizer untouched for 2 iterations
+    assert any(not np.array_equal(a, b) for a, b in zip(_leaves(s0.critics), _leaves(s2.critics)))
+    assert any(not np.array_equal(a, b) for a, b in zip(_leaves(s2.actor), _leaves(s3.actor)))
+    # the first real actor step is the step an un-warmed learner would take from s2's state
+    plain = SHAC(PointMassTask(), dataclasses.replace(TINY, iterations=TINY.iterations - 2))
+    s3_plain, _ = jax.jit(plain.iteration)(s2)
+    for a, b in zip(_leaves(s3.actor), _leaves(s3_plain.actor)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_critic_warmup_must_leave_iterations_for_the_actor():
+    import dataclasses
+
+    with pytest.raises(ValueError, match="critic_warmup_iterations"):
+        dataclasses.replace(TINY, critic_warmup_iterations=TINY.iterations).validate()
