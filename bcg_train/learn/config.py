@@ -1,6 +1,7 @@
 """Typed training configuration: task + learner + run settings, loaded from YAML with presets.
 
-``config/train/<task>.yaml`` holds a full :class:`TrainConfig` mapping;
+``config/train/<task>.yaml`` holds a :class:`TrainConfig` mapping, either complete or
+``extends: <other>.yaml`` (a path relative to the file) plus the keys that differ;
 ``config/train/presets/<preset>.yaml`` holds a partial mapping merged over it
 (nested keys merge, lists replace). Unknown keys anywhere are one-line errors.
 """
@@ -96,8 +97,26 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def load_train_config(path: str | Path, preset: str | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
+EXTENDS_KEY = "extends"
+
+
+def read_train_mapping(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The file's mapping with its ``extends`` chain resolved (nested keys merge, lists replace)."""
+    path = Path(path)
     data = read_yaml_mapping(path)
+    parent = data.pop(EXTENDS_KEY, None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise ConfigError(path, f"'{EXTENDS_KEY}' must be a file name, got {type(parent).__name__}")
+    base = (path.parent / parent).resolve()
+    if base in _seen or base == path.resolve():
+        raise ConfigError(path, f"'{EXTENDS_KEY}: {parent}' forms a cycle")
+    return deep_merge(read_train_mapping(base, _seen + (path.resolve(),)), data)
+
+
+def load_train_config(path: str | Path, preset: str | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    data = read_train_mapping(path)
     source = str(path)
     if preset is not None:
         preset_path = TRAIN_CONFIG_DIR / "presets" / f"{preset}.yaml"

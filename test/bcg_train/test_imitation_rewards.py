@@ -115,3 +115,23 @@ def test_train_config_rejects_unknown_keys_and_bad_values(tmp_path):
         load_train_config(bad)
     with pytest.raises(ConfigError, match="unknown preset 'tpu'"):
         load_train_config(good, "tpu")
+
+
+def test_train_config_extends_another_file(tmp_path):
+    stand = load_train_config(share_file("config/train/stand.yaml"))
+    plain = load_train_config(share_file("config/train/stand_plain.yaml"))
+    squat = load_train_config(share_file("config/train/squat.yaml"))
+    assert plain.task.bcg.mode.value == "plain" and stand.task.bcg.mode.value == "bcg"
+    assert plain.task.rewards == stand.task.rewards and plain.shac == stand.shac  # the rest comes from stand.yaml
+    assert squat.task.motion.endswith("squat.csv") and squat.task.episode_length_s == 8.0 and squat.task.domain == stand.task.domain
+    child = tmp_path / "child.yaml"
+    child.write_text(f"extends: {share_file('config/train/stand.yaml')}\ntask:\n  rewards:\n    joint_pos:\n      wieght: 1.0\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'task.rewards.joint_pos.wieght'"):
+        load_train_config(child)
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ConfigError, match=r"a.yaml: 'extends: b.yaml' forms a cycle|b.yaml: 'extends: a.yaml' forms a cycle"):
+        load_train_config(tmp_path / "a.yaml")
+    (tmp_path / "c.yaml").write_text("extends: missing.yaml\n")
+    with pytest.raises(ConfigError, match="missing.yaml: cannot read"):
+        load_train_config(tmp_path / "c.yaml")
