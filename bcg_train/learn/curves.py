@@ -30,8 +30,21 @@ def read_metrics(path: Path) -> dict[str, list[float]]:
     return columns
 
 
+SMOOTHING_WINDOW = 20  # iterations in the trailing mean drawn over the raw curve
+
+
+def trailing_mean(values: list[float], window: int) -> list[float]:
+    """Mean of the last ``window`` values at each point (fewer at the start); NaN if none finite."""
+    out = []
+    for i in range(len(values)):
+        recent = [v for v in values[max(0, i - window + 1) : i + 1] if math.isfinite(v)]
+        out.append(sum(recent) / len(recent) if recent else math.nan)
+    return out
+
+
 def plot_training_curves(metrics_csv: Path, out_png: Path, title: str = "") -> Path:
-    """Six panels against environment steps; non-finite gradient norms are marked at the top."""
+    """Six panels against environment steps, raw and as a trailing mean over
+    ``SMOOTHING_WINDOW`` iterations; non-finite gradient norms are marked at the top."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -48,7 +61,9 @@ def plot_training_curves(metrics_csv: Path, out_png: Path, title: str = "") -> P
             continue
         finite = [(a, b) for a, b in zip(x, ys) if math.isfinite(b) and (b > 0 or not log)]
         if finite:
-            ax.plot(*zip(*finite), lw=1)
+            xs, vs = zip(*finite)
+            ax.plot(xs, vs, lw=0.8, alpha=0.35, color="tab:blue")
+            ax.plot(xs, trailing_mean(list(vs), SMOOTHING_WINDOW), lw=1.6, color="tab:blue")
         bad = [a for a, b in zip(x, ys) if not math.isfinite(b)]
         if bad:
             ax.plot(bad, [1.0] * len(bad), "rx", transform=ax.get_xaxis_transform(), label=f"non-finite ({len(bad)})")

@@ -1,6 +1,8 @@
 """Training curves: every panel drawn from metrics.csv, non-finite gradient norms marked."""
 
-from bcg_train.learn.curves import plot_training_curves, read_metrics
+import math
+
+from bcg_train.learn.curves import plot_training_curves, read_metrics, trailing_mean
 
 
 def test_curves_from_a_metrics_file(tmp_path):
@@ -12,3 +14,9 @@ def test_curves_from_a_metrics_file(tmp_path):
     assert data["actor_grad_norm"][2] == float("inf") and len(data["reward"]) == 10
     out = plot_training_curves(csv, tmp_path / "curves.png")
     assert out.stat().st_size > 10_000
+
+
+def test_trailing_mean_skips_non_finite_values():
+    assert trailing_mean([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
+    out = trailing_mean([math.nan, 2.0, math.inf, 4.0], 3)
+    assert math.isnan(out[0]) and out[1:] == [2.0, 2.0, 3.0]
