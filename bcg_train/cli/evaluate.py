@@ -83,7 +83,8 @@ class _VideoRecorder:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-eval", description=__doc__.splitlines()[0])
     parser.add_argument("policy", type=Path, help="ONNX policy exported by bcg-export")
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=5, help="number of rollouts (seeds first-seed, first-seed + 1, ...)")
+    parser.add_argument("--first-seed", type=int, default=0, help="first seed; choose checkpoints on one range, report on another")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per rollout")
     parser.add_argument("--motion", type=Path, default=None, help="reference CSV (default: models/motions/<motion id>.csv)")
     parser.add_argument("--train-config", type=Path, default=None, help="training config (DR ranges, contact; default: <policy>.train.yaml)")
@@ -122,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         results, train_results = [], []
         from tqdm import tqdm
 
-        for seed in tqdm(range(args.seeds), desc="bcg-eval", leave=False):
-            results.append(rollout(session, contract, bridge, robot, reference, seed, args.duration, dr, video if seed == 0 else None))
+        seeds = range(args.first_seed, args.first_seed + args.seeds)
+        for seed in tqdm(seeds, desc="bcg-eval", leave=False):
+            results.append(rollout(session, contract, bridge, robot, reference, seed, args.duration, dr, video if seed == seeds[0] else None))
             train_results.append(rollout(session, contract, train_model, robot, reference, seed, args.duration, dr))
 
         print(f"policy {args.policy} (motion '{contract.motion_id}', {args.duration:g} s, DR {'off' if args.no_dr else 'on'})")
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         e_track = np.array([r.tracking_error_cm for r in results])
         pen_diff = np.array([tr.foot_penetration_mm - r.foot_penetration_mm for r, tr in zip(results, train_results)])
         summary = {
-            "policy": str(args.policy), "motion": contract.motion_id, "seeds": args.seeds, "duration_s": args.duration,
+            "policy": str(args.policy), "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed, "duration_s": args.duration,
             "domain_randomization": not args.no_dr, "falls": falls,
             "tracking_error_cm_mean": float(e_track.mean()), "tracking_error_cm_std": float(e_track.std()),
             "foot_penetration_diff_mm_mean": float(pen_diff.mean()),
@@ -156,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             f"foot penetration train - bridge {pen_diff.mean():+.2f} mm; plot {out / 'eval.png'}"
         )
         if video is not None:
-            print(video.save(out / "seed0.mp4"))
+            print(video.save(out / f"seed{seeds[0]}.mp4"))
     return 0
 
 

@@ -33,6 +33,10 @@ def test_eval_smoke(tmp_path, capsys):
     assert {s["seed"] for s in summary["per_seed"]} == {0, 1}
     assert summary["per_seed"][0]["foot_penetration_bridge_mm"] > 0.0
     assert (out / "eval.png").stat().st_size > 1000
+    # held-out seeds: the same domain draws as seed 7 of a longer run
+    assert eval_main([str(policy), "--seeds", "1", "--first-seed", "7", "--duration", "0.2", "--out", str(tmp_path / "late")]) == 0
+    late = json.loads((tmp_path / "late" / "summary.json").read_text())
+    assert [s["seed"] for s in late["per_seed"]] == [7] and late["first_seed"] == 7
 
 
 def test_eval_rejects_a_malformed_policy(tmp_path, capsys):
