@@ -135,3 +135,25 @@ def test_train_config_extends_another_file(tmp_path):
     (tmp_path / "c.yaml").write_text("extends: missing.yaml\n")
     with pytest.raises(ConfigError, match="missing.yaml: cannot read"):
         load_train_config(tmp_path / "c.yaml")
+
+
+TASKS = sorted(p.stem for p in share_file("config/train").glob("*.yaml"))
+
+
+def test_every_shipped_motion_has_a_task_config():
+    assert {"stand", "stand_plain", "squat", "step_in_place", "jump"} <= set(TASKS)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_task_config_loads_with_every_preset_and_fits_its_motion(task):
+    from bcg_robot.config import load_robot_config
+    from bcg_train.learn.config import PRESETS
+    from bcg_train.motion.loader import load_motion_csv
+
+    path = share_file(f"config/train/{task}.yaml")
+    for preset in (None, *PRESETS):
+        cfg = load_train_config(path, preset)
+        cfg.validate()
+    clip = load_motion_csv(share_file(cfg.task.motion), load_robot_config())
+    # an episode covers the clip and does not run past its end (by more than a frame)
+    assert clip.duration_s - 0.1 <= cfg.task.episode_length_s <= clip.duration_s + 1.0 / clip.fps
