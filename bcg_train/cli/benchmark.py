@@ -39,7 +39,8 @@ def run_shac(cfg, iterations: int) -> list[dict]:
     from bcg_train.learn.train import train
 
     _, _, history = train(cfg, iterations=iterations, progress=True)
-    return history
+    compiled_at = history[0]["wall_s"]  # the first iteration includes the compile, as for PPO
+    return [dict(h, wall_s=h["wall_s"] - compiled_at) for h in history]
 
 
 def run_ppo(cfg, iterations: int, num_envs: int, seed: int) -> list[dict]:
