@@ -84,11 +84,12 @@ def clip_state_gradient(state: Any, max_norm: float, batch_size: int) -> Any:
     return identity(state)
 
 
-def hold_during_warmup(updates: Params, iteration: jax.Array, warmup_iterations: int) -> Params:
-    """Zero parameter updates while ``iteration < warmup_iterations`` (critic warm-up: the
-    actor waits until the critics it bootstraps with have seen a few windows)."""
-    active = (iteration >= warmup_iterations).astype(jnp.float32)
-    return jax.tree_util.tree_map(lambda u: u * active.astype(u.dtype), updates)
+def hold_during_warmup(updated: Any, current: Any, iteration: jax.Array, warmup_iterations: int) -> Any:
+    """``current`` while ``iteration < warmup_iterations``, else ``updated`` (critic warm-up:
+    the actor and its optimizer wait until the critics it bootstraps with have seen a few
+    windows)."""
+    active = iteration >= warmup_iterations
+    return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), updated, current)
 
 
 def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
@@ -244,12 +245,11 @@ class SHAC:
         grad_norm = optax.tree.norm(grads)
         grads = jax.tree_util.tree_map(lambda g: jnp.nan_to_num(g), grads)
         updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
-        if cfg.critic_warmup_iterations > 0:
-            updates = hold_during_warmup(updates, state.iteration, cfg.critic_warmup_iterations)
-            actor_opt = jax.tree_util.tree_map(
-                lambda new, old: jnp.where(state.iteration >= cfg.critic_warmup_iterations, new, old), actor_opt, state.actor_opt
-            )
         actor = optax.apply_updates(state.actor, updates)
+        if cfg.critic_warmup_iterations > 0:
+            actor, actor_opt = hold_during_warmup(
+                (actor, actor_opt), (state.actor, state.actor_opt), state.iteration, cfg.critic_warmup_iterations
+            )
 
         obs, rewards, next_values, continues, step_metrics, done = records
         targets = td_lambda_returns(rewards, next_values, continues, cfg.gamma, cfg.td_lambda)
