@@ -59,6 +59,9 @@ class RobotConfig:
     armature: tuple[float, ...]
     control_dt: float = 0.02
     action_scale: float = 0.25
+    # A policy's kp and kd (ONNX contract) may differ from this config's by at most this
+    # factor either way (1.0: equal); larger gains than the robot was tuned for are refused.
+    policy_gain_ratio: float = 1.0
     imu_site: str = "imu_in_pelvis"
     root_body: str = "pelvis"
     feet: tuple[str, ...] = ("left_ankle_roll_link", "right_ankle_roll_link")
@@ -96,6 +99,8 @@ class RobotConfig:
             raise ConfigError(self.source, f"key 'control_dt': {self.control_dt} not in (0, 0.1] s")
         if self.action_scale <= 0:
             raise ConfigError(self.source, "key 'action_scale': must be > 0")
+        if not (math.isfinite(self.policy_gain_ratio) and self.policy_gain_ratio >= 1.0):
+            raise ConfigError(self.source, f"key 'policy_gain_ratio': must be >= 1, got {self.policy_gain_ratio}")
 
     @property
     def num_joints(self) -> int:

@@ -26,6 +26,7 @@ CONTRACT_VERSION = 1
 INPUT_NAMES = RAW_INPUT_NAMES
 OUTPUT_NAMES = ("joint_targets", "action")
 CONTROL_DT_TOLERANCE = 1e-9
+GAIN_TOLERANCE = 1e-6  # float32 round trips of gains
 
 _LIST_FIELDS = ("joint_names", "default_pose", "kp", "kd", "action_scale", "observation_spec")
 
@@ -142,3 +143,15 @@ class PolicyContract:
         if outside.size:
             j = outside[0]
             raise ContractError(source, f"policy default pose of '{robot.joint_names[j]}' ({q0[j]}) is outside the joint limits")
+        self.check_gains(robot, source)
+
+    def check_gains(self, robot: RobotConfig, source: str) -> None:
+        """kp and kd within ``robot.policy_gain_ratio`` of the robot's, either way, per joint."""
+        ratio = robot.policy_gain_ratio
+        for name in ("kp", "kd"):
+            ours, theirs = getattr(self, name), getattr(robot, name)
+            for joint, a, b in zip(robot.joint_names, ours, theirs):
+                if not (b / ratio - GAIN_TOLERANCE <= a <= b * ratio + GAIN_TOLERANCE):
+                    bound = "equal to" if ratio == 1.0 else f"within {ratio:g}x of"
+                    raise ContractError(source, f"policy {name} of '{joint}' is {a:g}, robot config has {b:g} "
+                                                f"(must be {bound} it: policy_gain_ratio)")

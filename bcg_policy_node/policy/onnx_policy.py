@@ -1,8 +1,9 @@
 """Load a BCG ONNX policy with onnxruntime (one thread) and check its contract.
 
-The contract comes from the file's metadata (``custom_metadata_map``) and must match the
-robot config (joint names and order, count, control dt, observation spec, default pose);
-inputs and outputs must have the contract's names and sizes. Any problem is a
+Inputs and outputs must have the contract's names and the robot's sizes (checked first);
+the contract comes from the file's metadata (``custom_metadata_map``) and must match the
+robot config (joint names and order, count, control dt, observation spec, default pose,
+gains within ``policy_gain_ratio``). Any problem is a
 :class:`ContractError`: one line naming the file.
 """
 
@@ -44,29 +45,31 @@ class OnnxPolicy:
         except Exception as err:  # onnxruntime raises several types for unreadable files
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ContractError(source, f"not a loadable ONNX model: {first[:200]}") from None
+        # The graph first: a graph that cannot drive this robot is reported as such, whatever
+        # its metadata says (or lacks).
+        cls._check_signature(session, robot.num_joints, source)
         meta = dict(session.get_modelmeta().custom_metadata_map)
         contract = PolicyContract.from_metadata(meta, source)
         contract.check_against(robot, source)
-        cls._check_signature(session, contract, source)
         return cls(session, contract, source)
 
     @staticmethod
-    def _check_signature(session, contract: PolicyContract, source: str) -> None:
-        sizes = raw_input_sizes(contract.num_joints)
+    def _check_signature(session, num_joints: int, source: str) -> None:
+        sizes = raw_input_sizes(num_joints)
         inputs = {i.name: i.shape for i in session.get_inputs()}
         outputs = {o.name: o.shape for o in session.get_outputs()}
+        for name in OUTPUT_NAMES:
+            if name not in outputs:
+                raise ContractError(source, f"policy graph lacks output '{name}'")
+            last = outputs[name][-1]
+            if isinstance(last, int) and last != num_joints:
+                raise ContractError(source, f"policy output '{name}' has {last} values, the robot has {num_joints} joints")
         for name in INPUT_NAMES:
             if name not in inputs:
                 raise ContractError(source, f"policy graph lacks input '{name}'")
             last = inputs[name][-1]
             if isinstance(last, int) and last != sizes[name]:
-                raise ContractError(source, f"policy input '{name}' has size {last}, expected {sizes[name]}")
-        for name in OUTPUT_NAMES:
-            if name not in outputs:
-                raise ContractError(source, f"policy graph lacks output '{name}'")
-            last = outputs[name][-1]
-            if isinstance(last, int) and last != contract.num_joints:
-                raise ContractError(source, f"policy output '{name}' has size {last}, expected {contract.num_joints}")
+                raise ContractError(source, f"policy input '{name}' has {last} values, the robot needs {sizes[name]}")
 
     def run(self, raw: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         feeds = {name: np.asarray(raw[name], dtype=np.float32).reshape(1, -1) for name in INPUT_NAMES}

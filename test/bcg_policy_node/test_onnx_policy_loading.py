@@ -47,7 +47,10 @@ def bad_names(robot):
 
 @pytest.mark.parametrize("case,match", [
     ("truncated", "not a loadable ONNX model"),
-    ("joint_count", "policy has 23 joints, robot 'g1_29dof' has 29"),
+    ("joint_count", "policy output 'joint_targets' has 23 values, the robot has 29 joints"),
+    ("joint_count_no_metadata", "policy output 'joint_targets' has 23 values, the robot has 29 joints"),
+    ("kp_x10", "policy kp of 'left_hip_pitch' is 1000, robot config has 100 (must be equal to it: policy_gain_ratio)"),
+    ("kd_half", "policy kd of 'left_hip_pitch' is 1, robot config has 2"),
     ("joint_names", "joint 0 is 'right_hip_pitch' in the policy but 'left_hip_pitch' on the robot"),
     ("control_dt", "policy control_dt 0.01 s != robot control_dt 0.02 s"),
     ("no_metadata", "policy metadata lacks 'robot'"),
@@ -62,6 +65,17 @@ def test_bad_policies_are_one_line_errors_naming_the_file(robot, tmp_path, case,
         c = PolicyContract.for_robot(robot)
         write_policy(path, robot, joint_names=c.joint_names[:n23], default_pose=c.default_pose[:n23], kp=c.kp[:n23],
                      kd=c.kd[:n23], action_scale=c.action_scale[:n23])
+    elif case == "joint_count_no_metadata":
+        c = PolicyContract.for_robot(robot)
+        model = onnx.load(str(write_policy(tmp_path / "ok23.onnx", robot, joint_names=c.joint_names[:n23],
+                                           default_pose=c.default_pose[:n23], kp=c.kp[:n23], kd=c.kd[:n23],
+                                           action_scale=c.action_scale[:n23])))
+        del model.metadata_props[:]
+        onnx.save(model, str(path))
+    elif case == "kp_x10":
+        write_policy(path, robot, kp=tuple(10 * k for k in robot.kp))
+    elif case == "kd_half":
+        write_policy(path, robot, kd=tuple(0.5 * k for k in robot.kd))
     elif case == "joint_names":
         write_policy(path, robot, joint_names=bad_names(robot))
     elif case == "control_dt":
@@ -74,3 +88,11 @@ def test_bad_policies_are_one_line_errors_naming_the_file(robot, tmp_path, case,
         OnnxPolicy.load(path, robot)
     message = str(err.value)
     assert "\n" not in message and message.startswith(str(path)) and match in message
+
+
+def test_policy_gains_within_the_configured_ratio_load(robot, tmp_path):
+    relaxed = dataclasses.replace(robot, policy_gain_ratio=1.5)
+    path = write_policy(tmp_path / "stiffer.onnx", robot, kp=tuple(1.4 * k for k in robot.kp))
+    assert np.allclose(OnnxPolicy.load(path, relaxed).contract.kp, 1.4 * robot.kp_array)
+    with pytest.raises(ContractError, match=r"within 1.5x of it"):
+        OnnxPolicy.load(write_policy(tmp_path / "too_stiff.onnx", robot, kp=tuple(1.6 * k for k in robot.kp)), relaxed)
