@@ -14,9 +14,14 @@ Commands (``std_srvs/Trigger``; ``success`` false and a ``message`` saying why w
 
 Inputs
     ``ESTOP_TOPIC``    ``std_msgs/Bool``; ``True`` trips DAMP within one control period and
-                       blocks reset until a ``False`` arrives.
+                       blocks reset until a ``False`` arrives. Latched at arrival: a pulse
+                       shorter than a control period still trips.
     ``DEADMAN_TOPIC``  ``std_msgs/Empty``; only when the node's ``deadman_timeout_s``
                        parameter is > 0: outside PASSIVE/DAMP a gap longer than that trips DAMP.
+
+A second writer of motor commands (another program on ``rt/lowcmd`` or ``lowcmd``) trips
+DAMP with reason ``foreign_commander`` and blocks reset until it has been quiet for
+``foreign_commander_window_s``.
 
 Outputs
     ``STATE_TOPIC``      ``std_msgs/String``: the control state name (``ControlState``),
@@ -28,6 +33,8 @@ Outputs
     ``JOINT_STATES_TOPIC`` ``sensor_msgs/JointState`` of the robot as the node saw it.
     ``DIAGNOSTICS_TOPIC``  ``diagnostic_msgs/DiagnosticArray``, 1 Hz and on every state change.
     ``SENTINEL_STATE_TOPIC`` ``std_msgs/String`` of the sentinel process (latched).
+    ``SENTINEL_FAULT_TOPIC`` ``std_msgs/String``: a second writer of motor commands the
+                         sentinel heard (``foreign_commander: ...``, latched).
 
 Remote (unitree_sdk interface, real G1): START = run (from HOLD), L2+B = e-stop (DAMP).
 """
@@ -70,6 +77,8 @@ DIAGNOSTICS_TYPE = DiagnosticArray
 
 SENTINEL_STATE_TOPIC = "policy_sentinel/state"  # std_msgs/String: WAITING, WATCHING, TAKEN_OVER (latched)
 SENTINEL_STATE_TYPE = String
+SENTINEL_FAULT_TOPIC = "policy_sentinel/fault"  # std_msgs/String: a second commander it heard (latched)
+SENTINEL_FAULT_TYPE = String
 
 # Remote buttons (bcg_robot.remote names) on hardware.
 REMOTE_RUN_BUTTONS = ("start",)

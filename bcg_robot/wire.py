@@ -94,3 +94,34 @@ def command_from_flat(data, num_joints: int) -> LowCommand:
     if flat.shape != (expected,):
         raise ValueError(f"command has {flat.size} values, expected {expected}")
     return LowCommand.from_matrix(flat.reshape(len(COMMAND_FIELDS), num_joints))
+
+
+# Who wrote a command. On ``rt/lowcmd`` the BCG writers stamp ``reserve[4]`` (covered by
+# the CRC; the robot ignores it): [STAMP_MAGIC | role code, session, sequence, 0], the
+# session a random 32-bit number per process. On ros2 the writer is told by the
+# publishing node's name. Any other writer is a second commander.
+STAMP_MAGIC = 0xBC600000
+STAMP_ROLES = {"node": 1, "sentinel": 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandWriter:
+    role: str  # "node", "sentinel" or "foreign"
+    ident: str  # e.g. "node#1a2b3c4d" (stamp) or "policy_node" (ros2 node name)
+
+    def __str__(self) -> str:
+        return self.ident
+
+
+def command_stamp(role: str, session: int, sequence: int) -> list[int]:
+    return [STAMP_MAGIC | STAMP_ROLES[role], session & 0xFFFFFFFF, sequence & 0xFFFFFFFF, 0]
+
+
+def writer_from_stamp(reserve) -> CommandWriter:
+    """The writer a ``rt/lowcmd`` sample's ``reserve`` words name (foreign when unstamped)."""
+    words = [int(v) for v in reserve]
+    if len(words) >= 2 and words[0] & 0xFFFFFF00 == STAMP_MAGIC:
+        for role, code in STAMP_ROLES.items():
+            if words[0] & 0xFF == code:
+                return CommandWriter(role, f"{role}#{words[1]:08x}")
+    return CommandWriter("foreign", "unstamped rt/lowcmd writer")

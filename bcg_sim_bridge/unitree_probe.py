@@ -1,24 +1,30 @@
-"""``python -m bcg_sim_bridge.unitree_probe``: a tiny ``unitree_sdk2py`` client of ``rt/lowstate``/``rt/lowcmd``.
+"""``python -m bcg_sim_bridge.unitree_probe``: a second commander for tests and fault injection.
 
-Reads LowState_ (checks its CRC and ``mode_machine``), then sends ``--good`` sealed
-default-pose commands and ``--bad`` commands with a corrupted CRC, and prints one JSON
-line. Used by tests and by sim-to-sim's corrupted-CRC fault (it must run in its own
-process: the SDK's channel factory is initialised once per process).
+``--transport unitree_dds`` (default): a tiny ``unitree_sdk2py`` client of
+``rt/lowstate``/``rt/lowcmd``. It reads LowState_ (checks its CRC and ``mode_machine``),
+then sends ``--good`` sealed default-pose commands and ``--bad`` commands with a
+corrupted CRC. ``--transport ros2``: an rclpy node (``bcg_probe``) that publishes
+``--good`` default-pose commands on the bridge's ``lowcmd`` topic. Neither stamps its
+commands: to the policy node and the sentinel it is a foreign writer.
+
+The report is one JSON object written to ``--result`` (atomically: a file that exists is
+complete), and also printed as the last stdout line. Read the file: the SDK's reader
+threads may print to stdout after the report (``[Reader] take sample error`` while a
+reader closes). It must run in its own process: the SDK's channel factory is
+initialised once per process.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import threading
 import time
-
-from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher, ChannelSubscriber
-from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
+from pathlib import Path
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
 from bcg_robot.wire import UNITREE_COMMAND_TOPIC, UNITREE_STATE_TOPIC, LowCommand
-from bcg_sim_bridge.unitree_codec import command_to_low_cmd, low_state_crc_ok
 
 
 class _StateWatch:
@@ -30,7 +36,9 @@ class _StateWatch:
         self.ticks: list[int] = []
         self.first = threading.Event()
 
-    def __call__(self, msg: LowState_) -> None:
+    def __call__(self, msg) -> None:
+        from bcg_sim_bridge.unitree_codec import low_state_crc_ok
+
         ok = low_state_crc_ok(msg)
         with self.lock:
             self.count += 1
@@ -40,45 +48,107 @@ class _StateWatch:
         self.first.set()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="unitree_probe", description=__doc__)
-    parser.add_argument("--domain", type=int, default=1)
-    parser.add_argument("--interface", default="lo")
-    parser.add_argument("--good", type=int, default=0, help="sealed default-pose commands to send")
-    parser.add_argument("--bad", type=int, default=0, help="commands with a corrupted CRC to send")
-    parser.add_argument("--rate", type=float, default=100.0, help="commands per second")
-    parser.add_argument("--wait", type=float, default=20.0, help="seconds to wait for the first state")
-    args = parser.parse_args(argv)
+def _paced(messages: list, rate: float, write) -> float | None:
+    """Write at ``rate``; returns the time.monotonic() of the first write (system-wide clock)."""
+    period = 1.0 / rate
+    due = first = time.monotonic()
+    for msg in messages:
+        write(msg)
+        due += period
+        time.sleep(max(0.0, due - time.monotonic()))
+    return first if messages else None
+
+
+def _run_unitree(args, robot) -> dict:
+    from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher, ChannelSubscriber
+    from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
+
+    from bcg_sim_bridge.unitree_codec import command_to_low_cmd
+
     ChannelFactoryInitialize(args.domain, args.interface)
-    robot = load_robot_config(DEFAULT_ROBOT_CONFIG)
     watch = _StateWatch()
+    # this process writes rt/lowcmd and listens to rt/lowstate only: no listener on a topic it writes
     sub = ChannelSubscriber(UNITREE_STATE_TOPIC, LowState_)
     sub.Init(watch, 1)
     pub = ChannelPublisher(UNITREE_COMMAND_TOPIC, LowCmd_)
     pub.Init()
     if not watch.first.wait(args.wait):
-        print(json.dumps({"error": "no rt/lowstate received"}), flush=True)
-        return 1
-    good = command_to_low_cmd(LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array))
-    bad = command_to_low_cmd(LowCommand.position(robot.default_q + 0.5, robot.kp_array, robot.kd_array))
+        return {"error": "no rt/lowstate received"}
+    with watch.lock:
+        mode_machine = watch.mode_machine  # copied from the state, as a real client does
+    good = command_to_low_cmd(LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array), mode_machine)
+    bad = command_to_low_cmd(LowCommand.position(robot.default_q + 0.5, robot.kp_array, robot.kd_array), mode_machine)
     bad.crc ^= 0x5A5A5A5A
-    period = 1.0 / args.rate
-    due = time.monotonic()
-    for msg in [good] * args.good + [bad] * args.bad:
-        pub.Write(msg)
-        due += period
-        time.sleep(max(0.0, due - time.monotonic()))
+    first = _paced([good] * args.good + [bad] * args.bad, args.rate, pub.Write)
     time.sleep(0.2)  # let the last samples leave before the participant goes
     with watch.lock:
         ticks = watch.ticks
-        report = {
+        return {
             "states": watch.count, "state_bad_crc": watch.bad_crc, "mode_machine": watch.mode_machine,
             "tick_advancing": len(ticks) > 1 and ticks[-1] > ticks[0], "sent_good": args.good, "sent_bad": args.bad,
+            "first_sent_at": first,
         }
+
+
+def _run_ros2(args, robot) -> dict:
+    import rclpy
+    from std_msgs.msg import Float64MultiArray
+
+    from bcg_policy_node.interfaces.ros2_interface import COMMAND_QOS, command_message
+    from bcg_robot.wire import COMMAND_TOPIC
+
+    rclpy.init()
+    node = rclpy.create_node("bcg_probe")
+    try:
+        pub = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
+        deadline = time.monotonic() + args.wait
+        while pub.get_subscription_count() < args.subscribers:
+            if time.monotonic() > deadline:
+                return {"error": f"{pub.get_subscription_count()} subscribers on '{COMMAND_TOPIC}', waited for "
+                                 f"{args.subscribers}"}
+            time.sleep(0.05)
+        good = command_message(LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array))
+        first = _paced([good] * args.good, args.rate, pub.publish)
+        time.sleep(0.2)
+        return {"sent_good": args.good, "sent_bad": 0, "subscribers": pub.get_subscription_count(), "first_sent_at": first}
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def write_result(path: Path, report: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report))
+    os.replace(tmp, path)
+
+
+def read_result(path: Path) -> dict:
+    """The probe's report, or ``{"harness_error": ...}`` when it left none."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        return {"harness_error": f"probe left no report in {path}: {err}"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="unitree_probe", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--transport", choices=("unitree_dds", "ros2"), default="unitree_dds")
+    parser.add_argument("--domain", type=int, default=1, help="unitree_dds DDS domain (ros2: ROS_DOMAIN_ID)")
+    parser.add_argument("--interface", default="lo")
+    parser.add_argument("--good", type=int, default=0, help="sealed default-pose commands to send")
+    parser.add_argument("--bad", type=int, default=0, help="commands with a corrupted CRC to send (unitree_dds)")
+    parser.add_argument("--rate", type=float, default=100.0, help="commands per second")
+    parser.add_argument("--wait", type=float, default=20.0, help="seconds to wait for the first state / a subscriber")
+    parser.add_argument("--subscribers", type=int, default=1,
+                        help="ros2: wait until this many subscribers (bridge, node, sentinel) match before sending")
+    parser.add_argument("--result", default="", help="write the JSON report to this file")
+    args = parser.parse_args(argv)
+    robot = load_robot_config(DEFAULT_ROBOT_CONFIG)
+    report = (_run_ros2 if args.transport == "ros2" else _run_unitree)(args, robot)
+    if args.result:
+        write_result(Path(args.result), report)
     print(json.dumps(report), flush=True)
-    sub.Close()
-    pub.Close()
-    return 0
+    return 1 if "error" in report else 0
 
 
 if __name__ == "__main__":

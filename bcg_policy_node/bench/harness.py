@@ -35,6 +35,7 @@ from bcg_policy_node.bench.loopback_robot import INJECT_TOPIC, RECEIVED_TOPIC, S
 ROBOT_MODULE = "bcg_policy_node.bench.loopback_robot"
 NODE_MODULE = "bcg_policy_node.node.policy_node"
 SENTINEL_MODULE = "bcg_policy_node.sentinel.sentinel_node"
+PROBE_MODULE = "bcg_sim_bridge.unitree_probe"
 
 
 def ros_args(params: dict) -> list[str]:
@@ -95,6 +96,7 @@ class Observer(Node):
         self.states: list[tuple[float, str]] = []
         self.faults: list[tuple[float, str]] = []
         self.sentinel_states: list[tuple[float, str]] = []
+        self.sentinel_faults: list[tuple[float, str]] = []
         self.received: list[tuple[float, LowCommand]] = []
         self.timing: list[tuple[float, float, float]] = []
         self.heartbeats: list[float] = []
@@ -107,6 +109,7 @@ class Observer(Node):
         sub(String, api.STATE_TOPIC, lambda m: self._add(self.states, m.data), api.latched_qos())
         sub(String, api.FAULT_TOPIC, lambda m: self._add(self.faults, m.data), api.latched_qos())
         sub(String, api.SENTINEL_STATE_TOPIC, lambda m: self._add(self.sentinel_states, m.data), api.latched_qos())
+        sub(String, api.SENTINEL_FAULT_TOPIC, lambda m: self._add(self.sentinel_faults, m.data), api.latched_qos())
         sub(Float64MultiArray, RECEIVED_TOPIC, self._on_received, 100)
         sub(Float64MultiArray, api.TIMING_TOPIC, lambda m: self._add(self.timing, tuple(m.data), stamp=False), 100)
         sub(UInt64, api.HEARTBEAT_TOPIC, lambda m: self._add(self.heartbeats, time.monotonic(), stamp=False), 100)

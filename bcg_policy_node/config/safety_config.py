@@ -25,17 +25,23 @@ class SafetyConfig:
     trip_on_motor_fault: bool = True  # unitree_sdk: any non-zero motorstate code trips
     ramp_duration: float = 2.0  # s from the measured pose to the default pose
     damping_kd_scale: float = 1.0  # DAMP uses kd = scale * policy kd (kp = 0)
+    foreign_commander_window_s: float = 0.5  # a second writer of motor commands stays a fault this long after its last
+    state_wait_periods: float = 1.25  # a tick waits up to this many state periods for the next state sample (0: none)
+    state_period_s: float = 0.002  # the robot's state period (G1: 500 Hz)
     source: str = dataclasses.field(default="<safety config>", compare=False)
 
     def validate(self) -> None:
         positive = ("stale_periods", "max_target_step", "torque_fraction", "velocity_fraction", "max_tilt",
-                    "max_motor_temperature", "ramp_duration", "damping_kd_scale")
+                    "max_motor_temperature", "ramp_duration", "damping_kd_scale", "foreign_commander_window_s",
+                    "state_period_s")
         for key in positive:
             value = getattr(self, key)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(self.source, f"key '{key}': must be a positive number, got {value}")
         if not (math.isfinite(self.joint_limit_margin) and self.joint_limit_margin >= 0):
             raise ConfigError(self.source, f"key 'joint_limit_margin': must be >= 0, got {self.joint_limit_margin}")
+        if not (math.isfinite(self.state_wait_periods) and 0 <= self.state_wait_periods <= 5):
+            raise ConfigError(self.source, f"key 'state_wait_periods': must be in [0, 5], got {self.state_wait_periods}")
         if self.torque_fraction > 1.0 or self.velocity_fraction > 1.0:
             raise ConfigError(self.source, "keys 'torque_fraction'/'velocity_fraction': must be <= 1")
         if self.max_tilt > math.pi:

@@ -46,17 +46,24 @@ class InterfaceParams:
 
 
 def open_interface(node: Node, params: InterfaceParams, robot: RobotConfig, group: CallbackGroup | None = None,
-                   take_control: bool = True):
-    """The node opens with ``take_control`` (releases sport mode first); the sentinel without
-    (it only needs ``mode_machine`` from the state on the SDK, and no state on ros2)."""
+                   role: str = "node"):
+    """The node (``role`` "node") opens it to control: it releases sport mode first and takes
+    state. The sentinel ("sentinel") needs no state on ros2 and only ``mode_machine`` on the
+    SDK. Both watch the command stream for other writers."""
+    from bcg_robot.wire import STAMP_ROLES
+
+    if role not in STAMP_ROLES:
+        raise ValueError(f"role must be one of {list(STAMP_ROLES)}")
     if params.kind == "ros2":
         from bcg_policy_node.interfaces.ros2_interface import Ros2RobotInterface
+        from bcg_policy_node.operator_api import NODE_NAME, SENTINEL_NODE_NAME
 
-        return Ros2RobotInterface(node, robot.joint_names, group, subscribe_state=take_control)
+        return Ros2RobotInterface(node, robot.joint_names, group, subscribe_state=role == "node", watch_commands=True,
+                                  writer_roles={NODE_NAME: "node", SENTINEL_NODE_NAME: "sentinel"})
     from bcg_policy_node.interfaces.unitree_sdk_interface import UnitreeSdkRobotInterface
 
     log = node.get_logger().info
     return UnitreeSdkRobotInterface(
         robot.num_joints, params.domain_id, params.network_interface, params.mode_pr,
-        release_sport=params.release_sport_mode and take_control, release_timeout_s=params.motion_switcher_timeout_s,
-        log=log, subscribe_state=True, check_state_crc=params.check_state_crc)
+        release_sport=params.release_sport_mode and role == "node", release_timeout_s=params.motion_switcher_timeout_s,
+        log=log, check_state_crc=params.check_state_crc, role=role, watch_commands=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Callable, Literal, Protocol
+from typing import Literal, Protocol
 
 from bcg_robot.wire import LowCommand
 
-from bcg_policy_node.interfaces.robot_state import RobotState
+from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 
 InterfaceKind = Literal["ros2", "unitree_sdk"]
 INTERFACE_KINDS: tuple[str, ...] = ("ros2", "unitree_sdk")
@@ -17,14 +17,16 @@ class RobotInterface(Protocol):
 
     kind: str
 
-    def latest_state(self) -> RobotState | None:
-        """The newest state sample, or None before the first one."""
+    def latest_state(self, wait_s: float = 0.0) -> RobotState | None:
+        """The newest state sample, or None before the first one. With ``wait_s`` > 0, wait up
+        to that long for the next sample to arrive first (a tick aligned to state arrival)."""
 
     def send(self, command: LowCommand) -> None:
         """Send one command for all motors (motor order)."""
 
-    def watch_commands(self, callback: Callable[[float], None]) -> None:
-        """Call ``callback(monotonic_time)`` for every command any process sends (sentinel)."""
+    def take_commands(self) -> list[SeenCommand]:
+        """Commands other writers sent to the motors since the last call, each with its writer
+        (``watch_commands`` at construction; empty otherwise)."""
 
     def close(self) -> None:
         """Stop the transport's threads and release its endpoints."""

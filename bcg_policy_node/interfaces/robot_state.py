@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from bcg_robot.remote import RemoteState
+from bcg_robot.wire import CommandWriter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,3 +31,12 @@ class RobotState:
             np.isfinite(self.q).all() and np.isfinite(self.dq).all() and np.isfinite(self.quat_wxyz).all()
             and np.isfinite(self.gyro).all()
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class SeenCommand:
+    """A command some other writer sent to the motors, seen at ``t`` (monotonic, s)."""
+
+    t: float
+    writer: CommandWriter
+

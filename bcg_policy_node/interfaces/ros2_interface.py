@@ -7,27 +7,40 @@ Command: ``std_msgs/Float64MultiArray`` 5 x n (q, dq, tau, kp, kd), see bcg_robo
 
 QoS: state subscriptions are best-effort (they match reliable and best-effort
 publishers), the command publisher is reliable (it matches either kind of subscriber).
+
+State is polled, not called back: its subscriptions (depth 1) live on a helper node that
+no executor spins, and :meth:`latest_state` takes the newest JointState and Imu when a
+tick asks, so the 500 Hz stream costs no Python work between ticks. With ``wait_s`` > 0
+it first waits (rclpy wait set, GIL released) for the next JointState to arrive, so the
+tick computes on a fresh sample; when none comes in time it uses the newest it has.
+
+Commands of other writers (``watch_commands``): every ``lowcmd`` message is attributed to
+its publisher through the publisher GID in the message info and the ROS graph (node
+name). Messages of the interface's own node are skipped; :meth:`take_commands` returns
+the others since the last call.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
 
 import numpy as np
+import rclpy
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from bcg_robot.wire import COMMAND_FIELDS, COMMAND_TOPIC, STATE_IMU_TOPIC, STATE_JOINTS_TOPIC, TICK_FRAME_PREFIX, LowCommand, command_to_flat
+from bcg_robot.wire import (COMMAND_FIELDS, COMMAND_TOPIC, STATE_IMU_TOPIC, STATE_JOINTS_TOPIC, TICK_FRAME_PREFIX, CommandWriter,
+                            LowCommand, command_to_flat)
 
-from bcg_policy_node.interfaces.robot_state import RobotState
+from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"  # what the graph reports before the publisher's node is discovered
 
 
 def command_message(command: LowCommand) -> Float64MultiArray:
@@ -55,7 +68,10 @@ class Ros2RobotInterface:
     kind = "ros2"
 
     def __init__(self, node: Node, joint_names: tuple[str, ...], callback_group: CallbackGroup | None = None,
-                 subscribe_state: bool = True):
+                 subscribe_state: bool = True, watch_commands: bool = False,
+                 writer_roles: dict[str, str] | None = None):
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
         self._node = node
         self._names = list(joint_names)
         self._n = len(joint_names)
@@ -63,24 +79,58 @@ class Ros2RobotInterface:
         self._imu: Imu | None = None
         self._state: RobotState | None = None
         self._rejected = 0
-        self._group = callback_group
-        self._subs = []
+        self._state_node = None
+        self._joint_sub = self._imu_sub = None
         if subscribe_state:
-            self._subs.append(node.create_subscription(JointState, STATE_JOINTS_TOPIC, self._on_joints, STATE_QOS,
-                                                       callback_group=callback_group))
-            self._subs.append(node.create_subscription(Imu, STATE_IMU_TOPIC, self._on_imu, STATE_QOS,
-                                                       callback_group=callback_group))
+            self._state_node = rclpy.create_node(f"{node.get_name()}_state", namespace=node.get_namespace(),
+                                                 context=node.context, enable_rosout=False,
+                                                 start_parameter_services=False)
+            self._joint_sub = self._state_node.create_subscription(JointState, STATE_JOINTS_TOPIC, lambda _m: None, STATE_QOS)
+            self._imu_sub = self._state_node.create_subscription(Imu, STATE_IMU_TOPIC, lambda _m: None, STATE_QOS)
+            self._waitset = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, node.context.handle)
         self._pub = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
+        self._command_sub = None
+        self._seen: list[SeenCommand] = []
+        self._writers: dict[bytes, CommandWriter] = {}
+        self._roles = {**(writer_roles or {}), node.get_name(): "own"}
+        if watch_commands:
+            self._command_sub = node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, STATE_QOS,
+                                                         callback_group=callback_group, raw=True)
 
     @property
     def rejected_samples(self) -> int:
         return self._rejected
 
-    def _on_imu(self, msg: Imu) -> None:
-        with self._lock:
-            self._imu = msg
+    # state -------------------------------------------------------------------------------
+    @staticmethod
+    def _take(sub, msg_type):
+        newest = None
+        with sub.handle:
+            while (taken := sub.handle.take_message(msg_type, False)) is not None:
+                newest = taken[0]
+        return newest
 
-    def _on_joints(self, msg: JointState) -> None:
+    def latest_state(self, wait_s: float = 0.0) -> RobotState | None:
+        """The newest state; with ``wait_s`` > 0 the next JointState to arrive within it."""
+        if self._joint_sub is None:
+            return None
+        with self._lock:
+            if wait_s > 0:
+                self._take_state()  # what is there now is the fallback
+                with self._joint_sub.handle:
+                    self._waitset.clear_entities()
+                    self._waitset.add_subscription(self._joint_sub.handle)
+                    self._waitset.wait(int(wait_s * 1e9))
+            self._take_state()
+            return self._state
+
+    def _take_state(self) -> None:
+        imu = self._take(self._imu_sub, Imu)
+        if imu is not None:
+            self._imu = imu
+        msg = self._take(self._joint_sub, JointState)
+        if msg is None:
+            return
         now = time.monotonic()
         if list(msg.name) != self._names or len(msg.position) != self._n or len(msg.velocity) != self._n:
             self._rejected += 1
@@ -88,13 +138,11 @@ class Ros2RobotInterface:
                 f"rejected JointState on '{STATE_JOINTS_TOPIC}': names/lengths are not the robot's {self._n} joints "
                 "in motor order", throttle_duration_sec=1.0)
             return
-        with self._lock:
-            imu = self._imu
-        if imu is None:
+        if self._imu is None:
             return
-        o, w = imu.orientation, imu.angular_velocity
+        o, w = self._imu.orientation, self._imu.angular_velocity
         effort = np.asarray(msg.effort, dtype=np.float64) if len(msg.effort) == self._n else np.zeros(self._n)
-        state = RobotState(
+        self._state = RobotState(
             tick=parse_tick(msg.header.frame_id, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec),
             received_at=now,
             q=np.asarray(msg.position, dtype=np.float64),
@@ -103,23 +151,42 @@ class Ros2RobotInterface:
             quat_wxyz=np.array([o.w, o.x, o.y, o.z]),
             gyro=np.array([w.x, w.y, w.z]),
         )
-        with self._lock:
-            self._state = state
 
-    def latest_state(self) -> RobotState | None:
-        with self._lock:
-            return self._state
-
+    # commands ----------------------------------------------------------------------------
     def send(self, command: LowCommand) -> None:
         self._pub.publish(command_message(command))
 
-    def watch_commands(self, callback: Callable[[float], None]) -> None:
-        self._subs.append(self._node.create_subscription(
-            Float64MultiArray, COMMAND_TOPIC, lambda _msg: callback(time.monotonic()), STATE_QOS,
-            callback_group=self._group))
+    def _writer(self, gid: bytes) -> CommandWriter:
+        """Who published: looked up in the ROS graph once per publisher (again while the
+        graph does not know its node's name yet: then it is an unidentified foreign writer)."""
+        writer = self._writers.get(gid)
+        if writer is None:
+            writer = CommandWriter("foreign", f"unidentified publisher {gid.hex()[:12]}")
+            for info in self._node.get_publishers_info_by_topic(COMMAND_TOPIC):
+                if bytes(info.endpoint_gid) == gid:
+                    name = info.node_name
+                    if name and name != UNKNOWN_NODE_NAME:
+                        writer = self._writers[gid] = CommandWriter(self._roles.get(name, "foreign"), name)
+                    break
+        return writer
+
+    def _on_command(self, _raw: bytes, info: dict) -> None:
+        writer = self._writer(bytes(info["publisher_gid"]["data"]))
+        if writer.role != "own":
+            with self._lock:
+                self._seen.append(SeenCommand(time.monotonic(), writer))
+
+    def take_commands(self) -> list[SeenCommand]:
+        with self._lock:
+            seen, self._seen = self._seen, []
+        return seen
 
     def close(self) -> None:
-        for sub in self._subs:
-            self._node.destroy_subscription(sub)
-        self._subs.clear()
-        self._node.destroy_publisher(self._pub)
+        with self._lock:
+            if self._command_sub is not None:
+                self._node.destroy_subscription(self._command_sub)
+                self._command_sub = None
+            if self._state_node is not None:
+                self._state_node.destroy_node()
+                self._state_node = self._joint_sub = self._imu_sub = None
+            self._node.destroy_publisher(self._pub)

@@ -1,14 +1,23 @@
 """``unitree_sdk`` robot interface: ``rt/lowstate`` in, ``rt/lowcmd`` out (unitree_hg IDL).
 
 Every LowCmd carries ``mode_pr`` (parameter), ``mode_machine`` copied from the latest
-LowState, motor mode 1 (enable) on the robot's joints and the SDK's CRC; no command is
-sent before a LowState has given ``mode_machine``. Remote buttons are decoded with
+LowState, motor mode 1 (enable) on the robot's joints, the writer's stamp in ``reserve``
+(:func:`bcg_robot.wire.command_stamp`) and the SDK's CRC; no command is sent before a
+LowState has given ``mode_machine``. Remote buttons are decoded with
 :mod:`bcg_robot.remote`. Facts: ``shared/reference/g1.md``.
 
-LowState arrives at 500 Hz but is used at 50 Hz: the DDS thread only keeps the newest
-sample; :meth:`latest_state` decodes it and (``check_state_crc``) verifies its CRC when a
-control tick asks. A sample with a wrong CRC is dropped and counted; the previous good
-state is returned, so a corrupted stream goes stale and trips DAMP.
+No DDS listener anywhere. Cyclone's Python binding writes while holding the GIL, and a
+write delivers locally to every reader in the process; with a listener on such a reader
+the receive thread can sit in that listener waiting for the GIL while the writer waits
+for the listener: a deadlock (seen in the sentinel, which writes and watches
+``rt/lowcmd``). So every reader here is polled: LowState (history depth 1) and, when
+watching, ``rt/lowcmd`` (depth 64, local writers ignored) are taken when a control tick
+or a check asks. The 500 Hz state costs nothing in Python between ticks: only the newest
+sample is decoded. :meth:`latest_state` with ``wait_s`` > 0 waits (GIL released, on a
+DDS waitset) for the next sample to arrive, so a tick computes on a state that is
+fresh rather than up to one state period old; when none comes in time it uses the
+newest it has. ``check_state_crc``: a sample with a wrong CRC is dropped and counted;
+the previous good state is returned, so a corrupted stream goes stale and trips DAMP.
 
 Sport mode: on a real G1 the high-level sport service must let go before low-level
 commands take effect. :func:`release_sport_mode` asks ``MotionSwitcherClient`` until no
@@ -18,11 +27,13 @@ node parameter of the same name); on hardware keep it true. Releasing sport mode
 standing robot go limp: hang it in its gantry first.
 
 ``ChannelFactoryInitialize(domain_id, network_interface)`` may run once per process;
-:func:`init_channel_factory` remembers the first call and refuses a different one.
+:func:`init_channel_factory` remembers the first call and refuses a different one. It
+configures the domain (network interface); this interface's own participant joins it.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Callable
@@ -31,9 +42,10 @@ import numpy as np
 
 from bcg_robot.errors import BCGInputError
 from bcg_robot.remote import decode_remote
-from bcg_robot.wire import UNITREE_COMMAND_TOPIC, UNITREE_NUM_MOTORS, UNITREE_STATE_TOPIC, LowCommand
+from bcg_robot.wire import (UNITREE_COMMAND_TOPIC, UNITREE_NUM_MOTORS, UNITREE_STATE_TOPIC, CommandWriter, LowCommand,
+                            command_stamp, writer_from_stamp)
 
-from bcg_policy_node.interfaces.robot_state import RobotState
+from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 
 MOTOR_MODE_ENABLE = 1
 _factory_lock = threading.Lock()
@@ -104,9 +116,11 @@ def state_from_lowstate(msg, num_joints: int, received_at: float) -> RobotState:
     )
 
 
-def fill_lowcmd(cmd_msg, command: LowCommand, mode_machine: int, mode_pr: int) -> None:
+def fill_lowcmd(cmd_msg, command: LowCommand, mode_machine: int, mode_pr: int, stamp: list[int] | None = None) -> None:
     """Write ``command`` into a LowCmd_ (motor mode 1 on the first n motors, 0 beyond)."""
     cmd_msg.mode_pr = mode_pr
+    if stamp is not None:
+        cmd_msg.reserve = stamp
     cmd_msg.mode_machine = mode_machine
     n = command.num_joints
     q, dq, tau, kp, kd = (v.tolist() for v in (command.q, command.dq, command.tau, command.kp, command.kd))
@@ -123,8 +137,13 @@ class UnitreeSdkRobotInterface:
 
     def __init__(self, num_joints: int, domain_id: int, network_interface: str, mode_pr: int = 0,
                  release_sport: bool = True, release_timeout_s: float = 5.0, log: Callable[[str], None] = print,
-                 subscribe_state: bool = True, check_state_crc: bool = True):
-        from unitree_sdk2py.core.channel import ChannelPublisher, ChannelSubscriber
+                 check_state_crc: bool = True, role: str = "node", watch_commands: bool = False):
+        from cyclonedds.core import InstanceState, ReadCondition, SampleState, ViewState, WaitSet
+        from cyclonedds.domain import DomainParticipant
+        from cyclonedds.pub import DataWriter
+        from cyclonedds.qos import Policy, Qos
+        from cyclonedds.sub import DataReader
+        from cyclonedds.topic import Topic
         from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowCmd_
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
         from unitree_sdk2py.utils.crc import CRC
@@ -134,68 +153,91 @@ class UnitreeSdkRobotInterface:
             release_sport_mode(release_timeout_s, log)
         self._n = num_joints
         self._mode_pr = mode_pr
-        self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
+        self._lock = threading.Lock()  # one thread at a time in take/decode/write
         self._state: RobotState | None = None
-        self._raw = None  # newest LowState sample, not yet decoded
-        self._raw_at = 0.0
         self._check_crc = check_state_crc
         self.bad_state_crc = 0
         self._crc = CRC()
         self._cmd = unitree_hg_msg_dds__LowCmd_()
         self._log = log
         self._no_state_warned = False
-        self._pub = ChannelPublisher(UNITREE_COMMAND_TOPIC, LowCmd_)
-        self._pub.Init()
-        self._subs = []
-        if subscribe_state:
-            sub = ChannelSubscriber(UNITREE_STATE_TOPIC, LowState_)
-            sub.Init(self._on_lowstate, 0)
-            self._subs.append(sub)
-        self._lowcmd_type = LowCmd_
+        self._session = int.from_bytes(os.urandom(4), "little")
+        self._role = role
+        self._sequence = 0
+        self.writer = CommandWriter(role, f"{role}#{self._session:08x}")
+        self._participant = DomainParticipant(domain_id)
+        state_topic = Topic(self._participant, UNITREE_STATE_TOPIC, LowState_)
+        command_topic = Topic(self._participant, UNITREE_COMMAND_TOPIC, LowCmd_)
+        self._state_reader = DataReader(self._participant, state_topic,
+                                        Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(1)))
+        self._fresh = ReadCondition(self._state_reader, SampleState.NotRead | ViewState.Any | InstanceState.Any)
+        self._waitset = WaitSet(self._participant)
+        self._waitset.attach(self._fresh)
+        self._writer = DataWriter(self._participant, command_topic)
+        self._command_reader = None
+        if watch_commands:
+            self._command_reader = DataReader(
+                self._participant, command_topic,
+                Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(64), Policy.IgnoreLocal.Participant))
 
-    def _on_lowstate(self, msg) -> None:
-        at = time.monotonic()
+    # state -------------------------------------------------------------------------------
+    def latest_state(self, wait_s: float = 0.0) -> RobotState | None:
+        """The newest good state; with ``wait_s`` > 0 the next sample to arrive within it."""
+        if wait_s > 0:
+            with self._lock:
+                self._take_state()  # what is there now is the fallback
+            self._waitset.wait(int(wait_s * 1e9))  # ctypes: the GIL is released while waiting
         with self._lock:
-            self._raw, self._raw_at = msg, at
+            self._take_state()
+            return self._state
 
-    def latest_state(self) -> RobotState | None:
-        with self._lock:
-            raw, at, state = self._raw, self._raw_at, self._state
-            self._raw = None
-        if raw is None:
-            return state
+    def _take_state(self) -> None:
+        samples = self._state_reader.take(1)
+        if not samples or not samples[-1].sample_info.valid_data:
+            return
+        raw, at = samples[-1], time.monotonic()
         if self._check_crc and raw.crc != self._crc.Crc(raw):
             self.bad_state_crc += 1
             if self.bad_state_crc in (1, 10, 100) or self.bad_state_crc % 1000 == 0:
                 self._log(f"LowState with a wrong CRC dropped ({self.bad_state_crc} so far)")
-            return state
-        state = state_from_lowstate(raw, self._n, at)
-        with self._lock:
-            self._state = state
-        return state
-
-    def send(self, command: LowCommand) -> None:
-        state = self.latest_state()
-        if state is None:
-            if not self._no_state_warned:
-                self._log("no LowState yet: mode_machine unknown, command not sent")
-                self._no_state_warned = True
             return
-        with self._send_lock:
-            fill_lowcmd(self._cmd, command, state.mode_machine, self._mode_pr)
+        self._state = state_from_lowstate(raw, self._n, at)
+
+    # commands ----------------------------------------------------------------------------
+    def send(self, command: LowCommand) -> None:
+        with self._lock:
+            if self._state is None:
+                self._take_state()
+            state = self._state
+            if state is None:
+                if not self._no_state_warned:
+                    self._log("no LowState yet: mode_machine unknown, command not sent")
+                    self._no_state_warned = True
+                return
+            self._sequence += 1
+            fill_lowcmd(self._cmd, command, state.mode_machine, self._mode_pr,
+                        command_stamp(self._role, self._session, self._sequence))
             self._cmd.crc = self._crc.Crc(self._cmd)
-            self._pub.Write(self._cmd)
+            self._writer.write(self._cmd)
 
-    def watch_commands(self, callback: Callable[[float], None]) -> None:
-        from unitree_sdk2py.core.channel import ChannelSubscriber
-
-        sub = ChannelSubscriber(UNITREE_COMMAND_TOPIC, self._lowcmd_type)
-        sub.Init(lambda _msg: callback(time.monotonic()), 0)
-        self._subs.append(sub)
+    def take_commands(self) -> list[SeenCommand]:
+        """Commands other processes wrote on ``rt/lowcmd`` since the last call (valid CRC only:
+        the robot drops the rest, so they command nothing)."""
+        if self._command_reader is None:
+            return []
+        with self._lock:
+            samples = self._command_reader.take(64)
+            now = time.monotonic()
+            seen = []
+            for msg in samples:
+                if not msg.sample_info.valid_data or msg.crc != self._crc.Crc(msg):
+                    continue
+                seen.append(SeenCommand(now, writer_from_stamp(msg.reserve)))
+            return seen
 
     def close(self) -> None:
-        for sub in self._subs:
-            sub.Close()
-        self._subs.clear()
-        self._pub.Close()
+        with self._lock:
+            self._waitset.detach(self._fresh)
+            self._command_reader = None
+            self._state_reader = self._writer = None
+            self._participant = None

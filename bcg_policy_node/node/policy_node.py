@@ -70,6 +70,8 @@ class PolicyNode(LifecycleNode):
         self._last_tick_start: float | None = None
         self._late_ticks = 0
         self._last_fault = ""
+        self._state_wait_s = 0.0
+        self._autostarting = False
 
         self._operator_group = MutuallyExclusiveCallbackGroup()
         self._control_group = MutuallyExclusiveCallbackGroup()
@@ -94,12 +96,14 @@ class PolicyNode(LifecycleNode):
             safety = load_safety_config(self.safety_config_path)
             policy = OnnxPolicy.load(Path(self.policy_path), robot)
             ControlLoop(robot, policy, safety, self.deadman_timeout)  # validates gains and soft limits
-            interface = open_interface(self, self.interface_params, robot, self._state_group)
+            interface = open_interface(self, self.interface_params, robot, self._state_group, role="node")
         except BCGInputError as err:
             self.configure_error = str(err)
-            self.get_logger().error(f"configure failed: {err}")
+            if not self._autostarting:  # autostart prints it once, as the process's exit reason
+                self.get_logger().error(f"configure failed: {err}")
             return TransitionCallbackReturn.FAILURE
         self.robot, self.safety, self.policy, self.interface = robot, safety, policy, interface
+        self._state_wait_s = safety.state_wait_periods * safety.state_period_s
         c = policy.contract
         self.get_logger().info(
             f"policy {self.policy_path}: motion '{c.motion_id}', {c.num_joints} joints, dt {c.control_dt} s, "
@@ -152,8 +156,12 @@ class PolicyNode(LifecycleNode):
                 response.success, response.message = False, f"{what} refused: node is not active"
             else:
                 now = time.monotonic()
-                method = {"run": self.loop.request_run, "stop": self.loop.request_stop, "reset": self.loop.request_reset}[what]
-                response.success, response.message = method(now)
+                if what == "reset":
+                    self._lease_commands()
+                    response.success, response.message = self.loop.request_reset(now, self._inputs)
+                else:
+                    method = {"run": self.loop.request_run, "stop": self.loop.request_stop}[what]
+                    response.success, response.message = method(now)
         # rclpy binds a severity to each logging call site: one site per severity
         if response.success:
             self.get_logger().info(f"operator {what}: {response.message}")
@@ -173,7 +181,7 @@ class PolicyNode(LifecycleNode):
     def _on_estop(self, msg: Bool) -> None:
         with self._lock:
             changed = self._inputs.estop != bool(msg.data)
-            self._inputs.estop = bool(msg.data)
+            self._inputs.set_estop(bool(msg.data))  # latched: the next tick trips however short the pulse
         if changed:
             self.get_logger().warning(f"e-stop {'ASSERTED' if msg.data else 'released'}")
 
@@ -182,8 +190,18 @@ class PolicyNode(LifecycleNode):
             self._inputs.deadman_at = time.monotonic()
 
     # control tick --------------------------------------------------------------------
+    def _lease_commands(self) -> None:
+        """Hand the commands other writers sent to the lease (caller holds the lock)."""
+        self.loop.lease.observe(self.interface.take_commands())
+
     def _on_tick(self) -> None:
         start = time.monotonic()
+        interface = self.interface
+        if interface is None or self.loop is None:
+            return
+        # Aligned to state arrival: wait (GIL released) up to state_wait_s for the next
+        # sample, so the command goes out on a state that is fresh, not up to a period old.
+        state = interface.latest_state(self._state_wait_s)
         with self._lock:
             if self.loop is None:
                 return
@@ -196,8 +214,7 @@ class PolicyNode(LifecycleNode):
                 self._late_ticks += 1
                 self.get_logger().warning(f"control tick {1e3 * (start - due):.0f} ms late", throttle_duration_sec=1.0)
             self._last_tick_start = start
-            state = self.interface.latest_state()
-            result = self.loop.tick(due, state, self._inputs)
+            result = self.loop.tick(due, state, self._inputs, interface.take_commands())
             if result.command is not None:
                 self.interface.send(result.command)
             sent = time.monotonic()
@@ -244,7 +261,12 @@ def _autostart(node: PolicyNode) -> str | None:
     """Configure and activate at once when the ``autostart`` parameter says so."""
     if not node.autostart:
         return None
-    if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+    node._autostarting = True
+    try:
+        configured = node.trigger_configure()
+    finally:
+        node._autostarting = False
+    if configured != TransitionCallbackReturn.SUCCESS:
         return node.configure_error or "configure failed"
     if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
         return "activate failed"

@@ -20,8 +20,9 @@ from bcg_robot.contract import PolicyContract
 from bcg_robot.wire import LowCommand
 
 from bcg_policy_node.config.safety_config import SafetyConfig
-from bcg_policy_node.interfaces.robot_state import RobotState
+from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 from bcg_policy_node.operator_api import REMOTE_RUN_BUTTONS, ControlState
+from bcg_policy_node.safety.commander_lease import CommanderLease
 from bcg_policy_node.safety.faults import Fault
 from bcg_policy_node.safety.state_machine import ControlStateMachine, Transition
 from bcg_policy_node.safety.state_watchdog import StateWatchdog
@@ -36,8 +37,14 @@ class Policy(Protocol):
 
 @dataclasses.dataclass
 class OperatorInputs:
-    estop: bool = False
+    estop: bool = False  # the e-stop level as last received
+    estop_pulse: bool = False  # an assertion since the last tick: latched, so a pulse shorter than a tick trips
     deadman_at: float | None = None  # time of the last deadman heartbeat (same clock as ticks)
+
+    def set_estop(self, asserted: bool) -> None:
+        """The e-stop callback: the level, and the latch the next tick consumes."""
+        self.estop = asserted
+        self.estop_pulse = self.estop_pulse or asserted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +55,9 @@ class TickResult:
     transitions: tuple[Transition, ...]
     shaped: ShapedTargets | None
     ran_policy: bool
+
+
+_NOW_FAULT_KINDS = ("estop", "deadman", "foreign_commander")  # re-evaluated at a reset request
 
 
 class ControlLoop:
@@ -65,6 +75,7 @@ class ControlLoop:
         self.watchdog = StateWatchdog(robot, config, self.dt)
         self.machine = ControlStateMachine(config.ramp_duration)
         self.deadman_timeout = deadman_timeout
+        self.lease = CommanderLease(config.foreign_commander_window_s)
         self.last_faults: list[Fault] = []
         self._last_target: np.ndarray | None = None
         self._ramp_from: np.ndarray | None = None
@@ -88,14 +99,22 @@ class ControlLoop:
         self.machine.trip(Fault("operator_stop", reason), now)
         return True, "DAMP"
 
-    def request_reset(self, now: float) -> tuple[bool, str]:
-        return self.machine.request_reset(now, self.last_faults)
+    def request_reset(self, now: float, inputs: OperatorInputs) -> tuple[bool, str]:
+        """Refused while a fault is present: the state watchdogs as of the last tick, the
+        operator inputs and other writers as of now (an e-stop released since the last
+        tick no longer blocks it; a pulse not yet seen by a tick does)."""
+        present = [f for f in self.last_faults if f.kind not in _NOW_FAULT_KINDS]
+        present += self._operator_faults(now, inputs, consume=False) + self._lease_faults(now)
+        return self.machine.request_reset(now, present)
 
     # the tick ----------------------------------------------------------------------
-    def _operator_faults(self, now: float, inputs: OperatorInputs) -> list[Fault]:
+    def _operator_faults(self, now: float, inputs: OperatorInputs, consume: bool = True) -> list[Fault]:
         faults = []
-        if inputs.estop:
-            faults.append(Fault("estop", "e-stop asserted on the e-stop topic"))
+        if inputs.estop or inputs.estop_pulse:
+            held = "asserted" if inputs.estop else "pulse (asserted and released within one tick)"
+            faults.append(Fault("estop", f"e-stop {held} on the e-stop topic"))
+        if consume:
+            inputs.estop_pulse = False
         if self.deadman_timeout > 0:
             if inputs.deadman_at is None:
                 faults.append(Fault("deadman", "no operator deadman heartbeat yet"))
@@ -103,9 +122,17 @@ class ControlLoop:
                 faults.append(Fault("deadman", f"operator deadman silent for {(now - inputs.deadman_at) * 1e3:.0f} ms"))
         return faults
 
-    def tick(self, now: float, state: RobotState | None, inputs: OperatorInputs) -> TickResult:
+    def _lease_faults(self, now: float) -> list[Fault]:
+        fault = self.lease.fault(now)
+        return [fault] if fault is not None else []
+
+    def tick(self, now: float, state: RobotState | None, inputs: OperatorInputs,
+             foreign: tuple[SeenCommand, ...] | list[SeenCommand] = ()) -> TickResult:
+        """One tick; ``foreign``: commands other writers sent since the last tick. Consumes
+        the e-stop pulse latched in ``inputs``."""
         m = self.machine
-        faults = self.watchdog.check(now, state) + self._operator_faults(now, inputs)
+        self.lease.observe(foreign)
+        faults = self.watchdog.check(now, state) + self._operator_faults(now, inputs) + self._lease_faults(now)
         self.last_faults = faults
         energized = m.state in (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)
         tripping = [f for f in faults if f.kind != "deadman" or energized]

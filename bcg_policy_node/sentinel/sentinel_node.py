@@ -1,18 +1,23 @@
 """``sentinel``: a separate small process that keeps a crashed or frozen policy node from
-leaving a stiff command on the motors.
+leaving a stiff command on the motors, and reports any second commander.
 
 It watches the node's heartbeat (operator_api.HEARTBEAT_TOPIC) and the command stream on
 the robot interface (``lowcmd`` on ros2, ``rt/lowcmd`` on unitree_sdk); when either stops
 for more than ``timeout_s`` (100 ms) it sends damping (kp 0, kd = robot kd x
 damping_kd_scale of the safety config) through the same interface at the control rate
-until the node's heartbeat returns. Its state is published on
-operator_api.SENTINEL_STATE_TOPIC. The sentinel never releases sport mode; on
-unitree_sdk it reads ``rt/lowstate`` for ``mode_machine`` and sends nothing before that.
+until the node's heartbeat returns. Commands from any writer other than the node (and
+itself) are a second commander: logged and published on
+operator_api.SENTINEL_FAULT_TOPIC; they never count as the node's commands. Its state is
+published on operator_api.SENTINEL_STATE_TOPIC. The sentinel never releases sport mode;
+on unitree_sdk it reads ``rt/lowstate`` for ``mode_machine`` and sends nothing before that.
+
+Every robot-side reader is polled by the check timer (no DDS listener: see
+bcg_policy_node.interfaces.unitree_sdk_interface for the deadlock a listener on a topic
+the process also writes can cause).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -43,45 +48,44 @@ class SentinelNode(Node):
             raise BCGInputError(self.get_name(), "parameters: need 0 < check_period_s < timeout_s")
         if not self.send_period > 0:
             raise BCGInputError(self.get_name(), "parameter 'damping_period_s' must be > 0")
-        robot = load_robot_config(robot_path, check_model=False)
+        robot = load_robot_config(robot_path)  # checked against the model, as the node does
         safety = load_safety_config(safety_path)
         self.damping = LowCommand.damping(robot.kd_array * safety.damping_kd_scale)
         self.watch = SentinelWatch(self.timeout)
-        self._lock = threading.Lock()
         self._last_sent = 0.0
         self.takeovers = 0
-        watch_group, check_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        self.interface = open_interface(self, params, robot, watch_group, take_control=False)
-        self.interface.watch_commands(self._on_command)
-        self.create_subscription(UInt64, api.HEARTBEAT_TOPIC, self._on_heartbeat, 10, callback_group=watch_group)
+        # one thread (run_node): heartbeat callback and check timer never run at once
+        group = MutuallyExclusiveCallbackGroup()
+        self.interface = open_interface(self, params, robot, group, role="sentinel")
+        self.create_subscription(UInt64, api.HEARTBEAT_TOPIC, self._on_heartbeat, 10, callback_group=group)
         self._state_pub = self.create_publisher(String, api.SENTINEL_STATE_TOPIC, api.latched_qos())
+        self._fault_pub = self.create_publisher(String, api.SENTINEL_FAULT_TOPIC, api.latched_qos())
         self._state_pub.publish(String(data=self.watch.state.value))
-        self.create_timer(self.check_period, self._on_check, callback_group=check_group)
+        self.create_timer(self.check_period, self._on_check, callback_group=group)
         self.get_logger().info(f"watching policy node ({params.kind}), takeover after {self.timeout * 1e3:.0f} ms of silence")
 
-    def _on_command(self, t: float) -> None:
-        with self._lock:
-            self.watch.on_command(t)
-
     def _on_heartbeat(self, msg: UInt64) -> None:
-        with self._lock:
-            self.watch.on_heartbeat(time.monotonic())
+        self.watch.on_heartbeat(time.monotonic())
 
     def _on_check(self) -> None:
+        for seen in self.interface.take_commands():
+            report = self.watch.on_command(seen.t, seen.writer)
+            if report is not None:
+                self.get_logger().error(report)
+                self._fault_pub.publish(String(data=report))
         now = time.monotonic()
-        with self._lock:
-            before = self.watch.state
-            state = self.watch.check(now)
-            reason = self.watch.reason
+        before = self.watch.state
+        state = self.watch.check(now)
         if state is SentinelState.TAKEN_OVER and (before is not state or now - self._last_sent >= self.send_period):
+            self.interface.latest_state()  # unitree_sdk: the newest mode_machine
             self.interface.send(self.damping)
             self._last_sent = now
         if state is not before:
             if state is SentinelState.TAKEN_OVER:
                 self.takeovers += 1
-                self.get_logger().error(f"TAKEOVER: {reason}; sending damping")
+                self.get_logger().error(f"TAKEOVER: {self.watch.reason}; sending damping")
             else:
-                self.get_logger().info(f"{before.value} -> {state.value}" + (f": {reason}" if reason else ""))
+                self.get_logger().info(f"{before.value} -> {state.value}" + (f": {self.watch.reason}" if self.watch.reason else ""))
             self._state_pub.publish(String(data=state.value))
 
 

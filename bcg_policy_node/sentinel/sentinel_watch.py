@@ -1,11 +1,18 @@
-"""The sentinel's decision (pure): has the policy node stopped commanding the motors?
+"""The sentinel's decision (pure): has the policy node stopped commanding the motors, and
+does anyone else command them?
 
 Armed once both the node's heartbeat and its command stream have been seen. Takes over
 when either is older than ``timeout`` (100 ms). Gives control back only when the node's
 heartbeat has been silent during the takeover and then returns (the node restarted or
 unfroze; it starts in PASSIVE or trips on stale state itself). A node whose heartbeat
 runs on while its commands do not arrive stays overridden until the sentinel restarts.
-Its own damping commands never count as the node's.
+
+Only the node's commands count as its command stream: the first node writer seen is the
+owner (forgotten when the node comes back after a takeover, since a restarted node is a
+new writer). Any other writer (unstamped, another node session, another sentinel) is a
+second commander: :meth:`on_command` returns a report the first time it is heard and
+again after it was quiet for ``report_gap`` s. Its commands never keep the sentinel from
+taking over. The sentinel's own commands are not shown to it.
 
 A check that runs late (more than half the timeout after the previous one) only records
 the time: the sentinel itself was not running, so messages may be queued that it has not
@@ -16,6 +23,8 @@ from __future__ import annotations
 
 import enum
 
+from bcg_robot.wire import CommandWriter
+
 
 class SentinelState(str, enum.Enum):
     WAITING = "WAITING"  # not armed: the node has not commanded yet
@@ -24,11 +33,15 @@ class SentinelState(str, enum.Enum):
 
 
 class SentinelWatch:
-    def __init__(self, timeout: float):
+    def __init__(self, timeout: float, report_gap: float = 1.0):
         self.timeout = timeout
+        self.report_gap = report_gap
         self.state = SentinelState.WAITING
         self.last_heartbeat: float | None = None
         self.last_command: float | None = None
+        self.owner: str | None = None  # the node writer whose commands count
+        self.foreign_last: dict[str, float] = {}
+        self.foreign_commands = 0
         self.taken_over_at = 0.0
         self.reason = ""
         self._last_check: float | None = None
@@ -37,9 +50,20 @@ class SentinelWatch:
     def on_heartbeat(self, t: float) -> None:
         self.last_heartbeat = t
 
-    def on_command(self, t: float) -> None:
-        if self.state is not SentinelState.TAKEN_OVER:
-            self.last_command = t
+    def on_command(self, t: float, writer: CommandWriter) -> str | None:
+        """A command some other process sent; a report line when it is a second commander."""
+        if writer.role == "node" and self.owner in (None, writer.ident):
+            self.owner = writer.ident
+            if self.state is not SentinelState.TAKEN_OVER:
+                self.last_command = t
+            return None
+        self.foreign_commands += 1
+        last = self.foreign_last.get(writer.ident)
+        self.foreign_last[writer.ident] = t
+        if last is not None and t - last <= self.report_gap:
+            return None
+        owner = f"; the node's commands come from {self.owner}" if self.owner else ""
+        return f"foreign_commander: {writer.ident} writes motor commands{owner}"
 
     def check(self, now: float) -> SentinelState:
         late = self._last_check is not None and now - self._last_check > self.timeout / 2
@@ -62,5 +86,5 @@ class SentinelWatch:
             self._heartbeat_gap = True
         elif self._heartbeat_gap and self.last_heartbeat > self.taken_over_at:
             self.state, self.reason = SentinelState.WATCHING, "policy node heartbeat back"
-            self.last_command, self._heartbeat_gap = now, False
+            self.last_command, self._heartbeat_gap, self.owner = now, False, None
         return self.state

@@ -6,7 +6,8 @@ same node list the launch files use (no launch_ros), drives the startup sequence
 RUN), runs the policy and writes a report (JSON, Markdown, console table, PNG plot and
 a GIF when offscreen rendering works). ``--fault`` adds fault-injection scenarios; each
 must end in DAMP with the expected reason. Exit status 1 on a fall, an unexpected
-trip or a scenario that did not end as expected; 2 on bad input.
+trip or a scenario that did not end as expected; 2 on bad input; 3 when only the test
+rig failed (a probe that left no report: a harness error, retried under ``--attempts``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import time
 from pathlib import Path
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
-from bcg_robot.contract import PolicyContract
-from bcg_robot.errors import BCGInputError, exit_on_input_error
+from bcg_policy_node.policy.onnx_policy import OnnxPolicy
+from bcg_robot.errors import exit_on_input_error
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, INTERFACES, load_bridge_config
 from bcg_sim_bridge.policies import resolve_policy
 from bcg_sim_bridge.sim2sim.scenarios import FAULTS, SCENARIOS
@@ -28,7 +29,8 @@ from bcg_sim_bridge.sim2sim.scenarios import FAULTS, SCENARIOS
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bcg-sim2sim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--interface", choices=(*INTERFACES, "both"), default="ros2", help="bridge <-> node transport")
+    p.add_argument("--interface", choices=(*INTERFACES, "both"), default=None,
+                   help="bridge <-> node transport (default: ros2; both with --soak)")
     p.add_argument("--policy", default="", help="policy ONNX (default: models/ shipped policy, else a default-pose export)")
     p.add_argument("--robot-config", default=str(DEFAULT_ROBOT_CONFIG))
     p.add_argument("--bridge-config", default=str(DEFAULT_BRIDGE_CONFIG))
@@ -49,8 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(needs CAP_SYS_NICE, as real-time priority does on a robot PC)")
     p.add_argument("--attempts", type=int, default=1,
                    help="re-run a scenario spoiled by a watchdog trip BEFORE its injection (e.g. stale state on an "
-                        "overloaded machine) up to this many times in all; spoiled attempts stay in the report")
+                        "overloaded machine) or by a harness error up to this many times in all; spoiled attempts "
+                        "stay in the report")
     p.add_argument("--ros-domain", type=int, default=-1, help="ROS_DOMAIN_ID for the run (default: env or random)")
+    p.add_argument("--soak", type=float, default=0.0, metavar="SECONDS",
+                   help="instead of the scenarios: run the policy this long per interface and report missed deadlines, "
+                        "trips, memory growth and CPU (soak.md / soak.json)")
     return p
 
 
@@ -82,16 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         robot = load_robot_config(args.robot_config)
         load_bridge_config(args.bridge_config)
         policy, origin = resolve_policy(args.policy, robot, out)
-        if not policy.is_file():
-            raise BCGInputError(policy, "policy file not found")
-        try:
-            import onnx
-
-            meta = {p.key: p.value for p in onnx.load(str(policy), load_external_data=False).metadata_props}
-        except Exception as err:  # onnx raises several types for a malformed file
-            raise BCGInputError(policy, f"not a readable ONNX file: {err}") from None
-        contract = PolicyContract.from_metadata(meta, str(policy))
-        contract.check_against(robot, str(policy))
+        # the node's own loader: graph signature, contract, gains (a bad file is exit 2 here,
+        # with the reason the node would give, before any process starts)
+        contract = OnnxPolicy.load(policy, robot).contract
         safety_config = _safety_config(args.safety_config, args.stale_periods, out)
     ros_domain, sdk_domain = _domains(args.ros_domain)
     os.environ["ROS_DOMAIN_ID"] = str(ros_domain)
@@ -109,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
                       ros_domain=ros_domain, sdk_domain=sdk_domain, bridge_config=args.bridge_config, run_s=run_s,
                       dropout_ms=args.dropout_ms, push_force=args.push_force, physics_dt=1.0 / args.physics_hz,
                       safety_config=safety_config[0], nice=args.nice)
-    interfaces = INTERFACES if args.interface == "both" else (args.interface,)
+    interface = args.interface or ("both" if args.soak > 0 else "ros2")
+    interfaces = INTERFACES if interface == "both" else (interface,)
+    if args.soak > 0:
+        return _soak(opts, interfaces, args.soak, header_base={"policy": f"{policy} ({origin}, motion '{contract.motion_id}')",
+                                                                "robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz",
+                                                                "safety_config": safety_config[1]})
     faults = FAULTS if "all" in args.fault else tuple(dict.fromkeys(args.fault))
     plan = [(SCENARIOS[name], itf) for itf in interfaces
             for name in ((() if args.no_nominal else ("none",)) + faults) if itf in SCENARIOS[name].interfaces]
@@ -128,9 +132,10 @@ def main(argv: list[str] | None = None) -> int:
             spoiled = []
             for attempt in range(max(1, args.attempts)):
                 result = run_scenario(opts, scenario, itf, attempt)
-                if result.get("passed") or not result.get("spoiled_before_injection") or attempt + 1 >= args.attempts:
+                retry = result.get("spoiled_before_injection") or result.get("harness_error")
+                if result.get("passed") or not retry or attempt + 1 >= args.attempts:
                     break
-                spoiled.append({k: result.get(k) for k in ("observed", "error", "unexpected_trips", "log_dir")})
+                spoiled.append({k: result.get(k) for k in ("observed", "error", "harness_error", "unexpected_trips", "log_dir")})
             result["spoiled_attempts"] = spoiled
             results.append(result)
     finally:
@@ -148,12 +153,41 @@ def main(argv: list[str] | None = None) -> int:
     (out / "report.md").write_text(report.markdown(results, header))
     report.print_console(results, header)
     print(f"report: {out / 'report.md'} (JSON {out / 'report.json'}, plot {header['plot']}, video {header['video']})")
-    failed = [f"{r['interface']}/{r['scenario']}" for r in results if not r.get("passed")]
+    failed = [f"{r['interface']}/{r['scenario']}" for r in results if not r.get("passed") and not r.get("harness_error")]
+    broken = [f"{r['interface']}/{r['scenario']} ({r['harness_error']})" for r in results
+              if not r.get("passed") and r.get("harness_error")]
     if failed:
         print(f"bcg-sim2sim: FAILED: {', '.join(failed)}")
-        return 1
+    if broken:
+        print(f"bcg-sim2sim: HARNESS ERROR (the test rig, not the policy or its safety layer): {', '.join(broken)}")
+    if failed or broken:
+        return 1 if failed else 3
     print(f"bcg-sim2sim: all {len(results)} scenario(s) passed in {header['wall_s']} s")
     return 0
+
+
+def _soak(opts, interfaces, seconds: float, header_base: dict) -> int:
+    import json
+
+    import rclpy
+
+    from bcg_sim_bridge.sim2sim.driver import init_ros
+    from bcg_sim_bridge.sim2sim.soak import run_soak, soak_markdown
+
+    init_ros()
+    t0 = time.monotonic()
+    try:
+        results = [run_soak(opts, itf, seconds) for itf in interfaces]
+    finally:
+        rclpy.try_shutdown()
+    header = {**header_base, "soak_s": seconds, "wall_s": round(time.monotonic() - t0, 1)}
+    (opts.out_dir / "soak.json").write_text(json.dumps({"header": header, "results": results}, indent=2, default=str))
+    text = soak_markdown(results, header)
+    (opts.out_dir / "soak.md").write_text(text)
+    print(text)
+    failed = [r["interface"] for r in results if not r["passed"]]
+    print(f"bcg-sim2sim --soak: {'FAILED on ' + ', '.join(failed) if failed else 'passed'} ({opts.out_dir / 'soak.md'})")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from bcg_sim_bridge.topics import (
 @dataclasses.dataclass(frozen=True)
 class TimelineEvent:
     t: float  # time.monotonic()
-    source: str  # "node_state", "node_fault", "sentinel", "driver"
+    source: str  # "node_state", "node_fault", "sentinel", "sentinel_fault", "driver"
     text: str
 
 
@@ -50,6 +50,7 @@ class Sim2SimDriver(Node):
         self.create_subscription(String, api.STATE_TOPIC, self._on_state, latched)
         self.create_subscription(String, api.FAULT_TOPIC, self._on_fault, latched)
         self.create_subscription(String, api.SENTINEL_STATE_TOPIC, self._on_sentinel, latched)
+        self.create_subscription(String, api.SENTINEL_FAULT_TOPIC, self._on_sentinel_fault, latched)
         self.create_subscription(Float64MultiArray, api.TIMING_TOPIC, self._on_timing, 50)
         self._lifecycle = self.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
         self._operator = {name: self.create_client(api.COMMAND_SERVICE_TYPE, srv) for name, srv in
@@ -91,6 +92,10 @@ class Sim2SimDriver(Node):
             if msg.data != self.sentinel_state:
                 self.sentinel_state = msg.data
                 self._record("sentinel", msg.data)
+
+    def _on_sentinel_fault(self, msg: String) -> None:
+        with self._lock:
+            self._record("sentinel_fault", msg.data)
 
     def _on_timing(self, msg: Float64MultiArray) -> None:
         with self._lock:

@@ -17,13 +17,20 @@ def _fmt(v, digits: int = 2) -> str:
     return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
+def verdict(r: dict) -> str:
+    """PASS, FAIL (the policy or its safety layer), or HARNESS ERROR (the test rig)."""
+    if r.get("passed"):
+        return "PASS"
+    return "HARNESS ERROR" if r.get("harness_error") else "FAIL"
+
+
 def summary_rows(results: list[dict]) -> list[list[str]]:
     rows = []
     for r in results:
         pen = r.get("foot_penetration_mm", {})
         bt, nt = r.get("bridge_timing_ms", {}), r.get("node_timing_ms", {})
         rows.append([
-            r["interface"], r["scenario"], "PASS" if r.get("passed") else "FAIL",
+            r["interface"], r["scenario"], verdict(r),
             r.get("reason", "-"), _fmt(r.get("reaction_ms"), 0), "yes" if r.get("fell") else "no",
             _fmt(r.get("e_track_cm", {}).get("mean")), _fmt(pen.get("bridge_mean")), _fmt(pen.get("difference_mean")),
             _fmt(bt.get("p99"), 3), _fmt(bt.get("realtime_factor"), 3), _fmt(nt.get("jitter", {}).get("p99"), 2),
@@ -42,10 +49,12 @@ def markdown(results: list[dict], header: dict) -> str:
     lines += ["| " + " | ".join(row) + " |" for row in summary_rows(results)]
     lines += ["", "## Scenarios", ""]
     for r in results:
-        lines += [f"### {r['interface']} / {r['scenario']}: {'PASS' if r.get('passed') else 'FAIL'}", "",
+        lines += [f"### {r['interface']} / {r['scenario']}: {verdict(r)}", "",
                   f"- injected: {r['injects']}", f"- expected: {r['expected']}", f"- observed: {r.get('observed', '-')}"]
         if r.get("error"):
             lines.append(f"- error: {r['error']}")
+        if r.get("harness_error"):
+            lines.append(f"- harness error: {r['harness_error']}")
         if r.get("unexpected_trips"):
             lines.append(f"- unexpected trips: {r['unexpected_trips']}")
         for a in r.get("spoiled_attempts", []):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from bcg_sim_bridge.sim2sim import analysis
 from bcg_sim_bridge.sim2sim.driver import DriverError, Sim2SimDriver
 from bcg_sim_bridge.sim2sim.processes import ProcessGroup
 from bcg_sim_bridge.sim2sim.scenarios import Scenario
+from bcg_sim_bridge.unitree_probe import read_result
 
 REMOTE_ESTOP_MASK = (1 << BUTTON_BITS["L2"]) | (1 << BUTTON_BITS["B"])
 
@@ -52,13 +52,42 @@ def _pause(seconds: float) -> None:
     threading.Event().wait(seconds)
 
 
+FOREIGN_COMMANDS = 100  # 1 s at 100 Hz
+
+
+def _start_probe(opts: RunOptions, group: ProcessGroup, scen_dir: Path, transport: str, *args: str) -> subprocess.Popen:
+    """The second SDK/ROS client (bcg_sim_bridge.unitree_probe); its report goes to a file."""
+    domain = opts.sdk_domain if transport == "unitree_dds" else opts.ros_domain
+    log = open(scen_dir / "probe.log", "w")
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bcg_sim_bridge.unitree_probe", "--transport", transport, "--domain", str(domain),
+             "--rate", "100", "--result", str(scen_dir / "probe.json"), *args],
+            stdout=log, stderr=subprocess.STDOUT, env=group.child_env())
+    finally:
+        log.close()
+
+
+def _probe_result(probe: subprocess.Popen, scen_dir: Path) -> dict:
+    try:
+        probe.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        probe.kill()
+        probe.wait()
+        return {"harness_error": "probe did not finish within 60 s"}
+    report = read_result(scen_dir / "probe.json")
+    if "error" in report:
+        report["harness_error"] = f"probe: {report['error']}"
+    return report
+
+
 def _fault_reason(text: str) -> str:
     return text.split(":", 1)[0].strip()
 
 
-def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2SimDriver, group: ProcessGroup,
-           marks: dict[str, float], scen_dir: Path) -> dict:
-    extra: dict = {}
+def start_up(opts: RunOptions, driver: Sim2SimDriver, marks: dict[str, float]) -> None:
+    """The startup sequence up to the operator's RUN: configure, activate, ramp and hold in
+    the band, release, settle, RUN (marks: hold, release, run)."""
     driver.wait_for_bridge(opts.startup_timeout_s)
     driver.lifecycle("configure", opts.startup_timeout_s)
     driver.lifecycle("activate", 30.0)
@@ -71,6 +100,12 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
     if not ok:
         raise DriverError(f"operator RUN refused: {message}")
     marks["run"] = time.monotonic()
+
+
+def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2SimDriver, group: ProcessGroup,
+           marks: dict[str, float], scen_dir: Path) -> dict:
+    extra: dict = {}
+    start_up(opts, driver, marks)
     if scenario.name == "nan":
         marks["fault"] = marks["run"]
     else:
@@ -79,16 +114,16 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
     if name == "dropout":
         marks["fault"] = driver.state_dropout(opts.dropout_ms / 1e3)
     elif name == "crc":
-        probe = subprocess.Popen(
-            [sys.executable, "-m", "bcg_sim_bridge.unitree_probe", "--domain", str(opts.sdk_domain), "--bad", "20",
-             "--rate", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=group.child_env())
+        probe = _start_probe(opts, group, scen_dir, "unitree_dds", "--bad", "20")
         marks["fault"] = driver.corrupt_crc(opts.dropout_ms / 1e3)
-        try:
-            out, _ = probe.communicate(timeout=60)
-            extra["probe"] = json.loads(out.strip().splitlines()[-1])
-        except (subprocess.TimeoutExpired, ValueError, IndexError) as err:
-            probe.kill()
-            extra["probe"] = {"error": f"probe failed: {err}"}
+        extra["probe"] = _probe_result(probe, scen_dir)
+    elif name == "foreign":
+        transport = "ros2" if interface == "ros2" else "unitree_dds"
+        # ros2: start writing once bridge, node and sentinel have discovered the writer
+        probe = _start_probe(opts, group, scen_dir, transport, "--good", str(FOREIGN_COMMANDS), "--subscribers", "3")
+        started = driver.note(f"second commander started ({transport}, {FOREIGN_COMMANDS} default-pose commands at 100 Hz)")
+        extra["probe"] = _probe_result(probe, scen_dir)
+        marks["fault"] = extra["probe"].get("first_sent_at") or started
     elif name == "kill":
         marks["fault"] = group.kill("policy")
         driver.note("policy node killed (SIGKILL)")
@@ -140,12 +175,13 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
         events, timing = driver.events(), list(driver.timing)
         final_node_state, final_sentinel = driver.node_state, driver.sentinel_state
         exit_codes = group.stop_all()
+    harness_error = (extra.get("probe") or {}).get("harness_error", "")
     cutoff = marks.get("stop" if scenario.name == "none" else "fault", np.inf)
     early_trips = [e.text for e in events if e.source == "node_fault" and e.t < cutoff - 1e-3]
     result = {
         "scenario": scenario.name, "interface": interface, "attempt": attempt,
         "spoiled_before_injection": bool(early_trips), "early_trips": early_trips, "injects": scenario.injects, "expected": scenario.expected,
-        "error": error, "exit_codes": exit_codes, "cpu_share": cpu_share, "load_average": os.getloadavg()[0], "final_node_state": final_node_state,
+        "error": error, "harness_error": harness_error, "exit_codes": exit_codes, "cpu_share": cpu_share, "load_average": os.getloadavg()[0], "final_node_state": final_node_state,
         "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
     }
@@ -194,18 +230,26 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
     pen_train = analysis.training_sim_penetration(opts.robot, log, run_mask)
     timing_arr = np.asarray(timing, dtype=np.float64).reshape(-1, 3) if timing else np.zeros((0, 3))
     node_period = timing_arr[:, 0] / 1e3
-    crc_ok = True
+    probe_ok = True
     if scenario.name == "crc":
         sent = extra.get("probe", {}).get("sent_bad", -1)
-        crc_ok = sent > 0 and log.counters.get("bad_crc", 0) == sent
-    passed = (not error and ends_in_damp and reason in scenario.expected_reasons and not unexpected_early
-              and (not fell or scenario.fall_allowed) and crc_ok)
+        probe_ok = sent > 0 and log.counters.get("bad_crc", 0) == sent
+    sentinel_report = ""
+    if scenario.name == "foreign":
+        reports = [e.text for e in events if e.source == "sentinel_fault" and t_fault is not None and e.t >= t_fault - 1e-3]
+        sentinel_report = reports[0] if reports else ""
+        probe_ok = "foreign_commander" in sentinel_report
+    harness_error = extra.get("probe", {}).get("harness_error", "")
+    passed = (not error and not harness_error and ends_in_damp and reason in scenario.expected_reasons
+              and not unexpected_early and (not fell or scenario.fall_allowed) and probe_ok)
     observed = (f"{reason_text or 'no trip'}; motors {last_mode.lower()}"
                 + (f"; damping reached the motors {1e3 * (damp_at - t_from):.0f} ms after injection"
                    if damp_at is not None and t_from is not None and scenario.name != "none" else "")
                 + (f"; fell (root {min_z:.2f} m)" if fell else "")
                 + (f"; bridge dropped {log.counters.get('bad_crc', 0)} bad-CRC LowCmds of "
-                   f"{extra.get('probe', {}).get('sent_bad', '?')} sent" if scenario.name == "crc" else ""))
+                   f"{extra.get('probe', {}).get('sent_bad', '?')} sent" if scenario.name == "crc" else "")
+                + (f"; sentinel: {sentinel_report or 'no report'}" if scenario.name == "foreign" else "")
+                + (f"; HARNESS ERROR: {harness_error}" if harness_error else ""))
     return {
         "passed": bool(passed), "observed": observed, "reason": reason, "reason_text": reason_text,
         "ends_in_damp": ends_in_damp, "final_motor_mode": last_mode,

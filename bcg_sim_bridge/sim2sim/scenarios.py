@@ -36,6 +36,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "the sentinel sends damping within ~100 ms; motors damped", ("sentinel",)),
     Scenario("estop", "e-stop: std_msgs/Bool on ros2, remote L2+B in rt/lowstate on unitree_dds",
              "e-stop watchdog -> DAMP within one control period", ("estop", "remote_estop")),
+    Scenario("foreign", "a second program commands the motors: 100 valid default-pose commands at 100 Hz (an SDK "
+             "client on rt/lowcmd, a ROS node on lowcmd)",
+             "the node trips DAMP (foreign_commander) and the sentinel reports the writer", ("foreign_commander",),
+             fall_allowed=True),
     Scenario("push", "a --push-force N push on the pelvis for 0.2 s",
              "tilt (or joint velocity) watchdog -> DAMP; the robot goes down damped", ("tilt", "joint_velocity"),
              fall_allowed=True),

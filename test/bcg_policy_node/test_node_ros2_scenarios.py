@@ -24,8 +24,8 @@ from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet,
-                                           back_to_hold, enter_run, ros_args, wait_first_hold)
+from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, PROBE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer,
+                                           ProcessSet, back_to_hold, enter_run, ros_args, wait_first_hold)
 from bcg_policy_node.bench.sample_policies import truncate, write_policy
 
 pytestmark = pytest.mark.slow
@@ -128,6 +128,50 @@ def trip_once(obs, trigger):
         obs.inject("clear")
 
 
+@pytest.mark.parametrize("gap_ms", [0, 5, 10])
+def test_estop_pulses_shorter_than_a_tick_all_trip(rig, gap_ms):
+    obs, *_ = rig
+    back_to_hold(obs)
+    tripped = 0
+    for pulse in range(8):
+        n_faults = len(obs.faults)
+        obs.estop_pub.publish(Bool(data=True))
+        time.sleep(gap_ms / 1e3)
+        obs.estop_pub.publish(Bool(data=False))
+        obs.wait_for(lambda: len(obs.faults) > n_faults, 5, f"a trip after e-stop pulse {pulse}")
+        tripped += obs.faults[n_faults][1].startswith("estop:")
+        deadline = time.monotonic() + 10  # reset (the e-stop is released): PASSIVE, then the ramp
+        while not obs.call(api.RESET_SERVICE).success:
+            assert time.monotonic() < deadline, obs.faults[-2:]
+            time.sleep(0.05)
+        obs.wait_for(lambda: obs.state() in ("RAMP", "HOLD"), 5, "the ramp after reset")
+    assert tripped == 8, obs.faults[-8:]
+
+
+def test_a_second_commander_on_lowcmd_trips_damp(rig, robot):
+    obs, procs, tmp, *_ = rig
+    for _ in range(TRIES):
+        back_to_hold(obs)
+        n_faults = len(obs.faults)
+        probe = subprocess.Popen([sys.executable, "-m", PROBE_MODULE, "--transport", "ros2", "--good", "300", "--rate",
+                                  "100", "--subscribers", "2",  # robot and node have discovered it
+                                  "--result", str(tmp / "probe.json")], stdout=subprocess.PIPE, text=True)
+        try:
+            obs.wait_for(lambda: len(obs.faults) > n_faults, 30, "the fault report")
+            fault = obs.faults[n_faults][1]
+            refused = obs.call(api.RESET_SERVICE)  # while it still writes
+        finally:
+            out, _ = probe.communicate(timeout=60)
+        assert probe.returncode == 0, out[-2000:]
+        if fault.split(":")[0] not in LOAD_FAULTS:
+            break
+    assert fault.startswith("foreign_commander:") and "bcg_probe" in fault, obs.faults[-3:]
+    assert obs.state() == "DAMP"
+    assert not refused.success and "foreign_commander" in refused.message
+    time.sleep(0.6)  # quiet for longer than foreign_commander_window_s
+    assert obs.call(api.RESET_SERVICE).success
+
+
 def test_observability_topics(rig, robot):
     obs, *_ = rig
     back_to_hold(obs)
@@ -174,7 +218,10 @@ def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
         "corrupt": (truncate(policy, tmp / "corrupt.onnx"), "not a loadable ONNX model"),
         "count": (write_policy(tmp / "count.onnx", robot, joint_names=contract.joint_names[:23],
                                default_pose=contract.default_pose[:23], kp=contract.kp[:23], kd=contract.kd[:23],
-                               action_scale=contract.action_scale[:23]), "policy has 23 joints"),
+                               action_scale=contract.action_scale[:23]),
+                  "policy output 'joint_targets' has 23 values, the robot has 29 joints"),
+        "gains": (write_policy(tmp / "gains.onnx", robot, kp=tuple(10 * k for k in robot.kp)),
+                  "policy kp of 'left_hip_pitch' is 1000, robot config has 100"),
         "names": (write_policy(tmp / "names.onnx", robot, joint_names=tuple(names)), "joint order mismatch"),
         "dt": (write_policy(tmp / "dt.onnx", robot, control_dt=0.01), "control_dt 0.01 s != robot control_dt 0.02 s"),
     }
@@ -187,6 +234,7 @@ def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
         assert run.returncode == 2, (name, run.stdout[-2000:], run.stderr[-2000:])
         errors = [line for line in run.stdout.splitlines() if line.startswith("policy_node: error:")]
         assert len(errors) == 1 and str(path) in errors[0] and message in errors[0], (name, run.stdout)
+        assert run.stdout.count(message) == 1, (name, run.stdout)  # said once, not logged and printed
     # without autostart the lifecycle node refuses configure and stays unconfigured
     procs.start("manual", NODE_MODULE, {"policy_path": str(cases["names"][0])})
     try:

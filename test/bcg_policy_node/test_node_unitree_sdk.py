@@ -7,6 +7,7 @@ drops and counts every LowCmd with a wrong CRC, mode_machine or motor mode.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,8 +19,8 @@ import rclpy
 from bcg_robot.config import load_robot_config
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet,
-                                           back_to_hold, enter_run, ros_args, wait_first_hold)
+from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, PROBE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer,
+                                           ProcessSet, back_to_hold, enter_run, ros_args, wait_first_hold)
 from bcg_policy_node.bench.sample_policies import write_policy
 
 pytestmark = pytest.mark.slow
@@ -126,6 +127,30 @@ def test_sdk_watchdogs_damp_the_motors(sdk_node, trigger, kind):
     assert all(c.is_damping() for _, c in obs.received_since(t_damp))
 
 
+def start_probe(tmp, commands: int, name: str = "probe") -> subprocess.Popen:
+    """A second SDK client writing valid-CRC default-pose LowCmds at 100 Hz."""
+    return subprocess.Popen([sys.executable, "-m", PROBE_MODULE, "--domain", str(SDK_DOMAIN), "--good", str(commands),
+                             "--rate", "100", "--result", str(tmp / f"{name}.json")], stdout=subprocess.PIPE, text=True)
+
+
+def test_a_second_sdk_commander_trips_damp(sdk_node):
+    obs, procs, tmp, safety, policy = sdk_node
+    for _ in range(4):
+        back_to_hold(obs)
+        n_faults = len(obs.faults)
+        probe = start_probe(tmp, 200)
+        try:
+            obs.wait_for(lambda: len(obs.faults) > n_faults, 30, "the fault report")
+            fault = obs.faults[n_faults][1]
+        finally:
+            out, _ = probe.communicate(timeout=60)
+        assert probe.returncode == 0, out[-2000:]
+        if fault.split(":")[0] not in LOAD_FAULTS:
+            break
+    assert fault.startswith("foreign_commander:") and "unstamped rt/lowcmd writer" in fault, obs.faults[-3:]
+    assert obs.state() == "DAMP"
+
+
 def test_sentinel_damps_over_the_sdk_when_the_node_dies(sdk_node, robot):
     obs, procs, tmp, safety, policy = sdk_node
     procs.start("sentinel", SENTINEL_MODULE, sdk_params())
@@ -140,3 +165,31 @@ def test_sentinel_damps_over_the_sdk_when_the_node_dies(sdk_node, robot):
     status = obs.robot_status
     assert status["bad_crc"] == 0 and status["bad_mode_machine"] == 0
     print(f"sentinel takeover over unitree_sdk {1e3 * (t_damp - t_kill):.0f} ms after SIGKILL")
+
+
+def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_node, robot):
+    """The deadlock scenario: node dead, sentinel damping, a second program writes rt/lowcmd
+    at 100 Hz for 3 s. Damping must keep reaching the motors during and after it, the
+    sentinel must report the writer, and SIGINT must end the sentinel within 1 s."""
+    obs, procs, tmp, safety, policy = sdk_node
+    assert procs.procs["sentinel"].poll() is None and obs.sentinel_states[-1][1] == "TAKEN_OVER"
+    probe = start_probe(tmp, 300, "writer")
+    try:
+        obs.wait_received(lambda c: not c.is_damping(), time.monotonic(), 30, "the second writer's commands")
+        t_writing = time.monotonic()
+    finally:
+        out, _ = probe.communicate(timeout=60)
+    t_done = time.monotonic()
+    assert probe.returncode == 0, out[-2000:]
+    time.sleep(1.0)
+    damping = [t for t, c in obs.received_since(t_writing) if c.is_damping()]
+    edges = np.arange(t_writing, t_done + 1.0, 0.25)
+    per_window = np.histogram(damping, bins=edges)[0]
+    assert per_window.min() >= 2, per_window  # the sentinel's 50 Hz damping never stopped (>= 2 per 250 ms)
+    assert all(c.is_damping() for _, c in obs.received_since(t_done + 0.1))
+    assert any("foreign_commander: unstamped rt/lowcmd writer" in text for _, text in obs.sentinel_faults)
+    sentinel = procs.procs["sentinel"]
+    t_int = time.monotonic()
+    sentinel.send_signal(signal.SIGINT)
+    sentinel.wait(timeout=10)
+    assert time.monotonic() - t_int < 1.0, "the sentinel did not end within 1 s of SIGINT"

@@ -13,7 +13,8 @@ from bcg_robot.remote import RemoteState
 from bcg_robot.yaml_dataclass import from_mapping
 
 from bcg_policy_node.config.safety_config import SafetyConfig, load_safety_config
-from bcg_policy_node.interfaces.robot_state import RobotState
+from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
+from bcg_robot.wire import CommandWriter
 from bcg_policy_node.operator_api import ControlState
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
 from bcg_policy_node.safety.state_watchdog import StateWatchdog
@@ -57,11 +58,11 @@ class Rig:
         self.t, self.tick_no = 100.0, 0
         self.inputs = OperatorInputs()
 
-    def step(self, **state_changes):
+    def step(self, foreign=(), **state_changes):
         self.t += DT
         self.tick_no += 1
         state = make_state(self.robot, self.tick_no, self.t - 0.001, **state_changes)
-        return self.loop.tick(self.t, state, self.inputs)
+        return self.loop.tick(self.t, state, self.inputs, foreign)
 
     def to_hold(self):
         for _ in range(int(2.0 / DT) + 2):
@@ -165,9 +166,9 @@ def test_trip_damps_in_the_same_tick_and_latches_until_reset(robot):
     for _ in range(5):
         assert rig.step().command.is_damping()  # latched with the fault gone
     rig.step(quat_wxyz=tilted)
-    assert not rig.loop.request_reset(rig.t)[0]  # refused while the fault is present
+    assert not rig.loop.request_reset(rig.t, rig.inputs)[0]  # refused while the fault is present
     rig.step()
-    assert rig.loop.request_reset(rig.t) == (True, "PASSIVE")
+    assert rig.loop.request_reset(rig.t, rig.inputs) == (True, "PASSIVE")
     assert rig.step().state is ControlState.RAMP
 
 
@@ -193,12 +194,12 @@ def test_estop_and_deadman(robot):
     assert result.state is ControlState.DAMP and rig.loop.machine.fault.kind == "deadman"
     rig = Rig(robot)
     rig.to_hold()
-    rig.inputs.estop = True
+    rig.inputs.set_estop(True)
     assert rig.step().command.is_damping()
-    assert not rig.loop.request_reset(rig.t)[0]
-    rig.inputs.estop = False
+    assert not rig.loop.request_reset(rig.t, rig.inputs)[0]
+    rig.inputs.set_estop(False)
     rig.step()
-    assert rig.loop.request_reset(rig.t)[0]
+    assert rig.loop.request_reset(rig.t, rig.inputs)[0]
 
 
 def test_remote_start_needs_a_fresh_press_in_hold(robot):
@@ -214,12 +215,68 @@ def test_remote_start_needs_a_fresh_press_in_hold(robot):
 def test_passive_sends_zero_torque_and_no_state_sends_nothing(robot):
     rig = Rig(robot)
     assert rig.loop.tick(rig.t, None, rig.inputs).command is None
-    rig.inputs.estop = True
+    rig.inputs.set_estop(True)
     rig.loop.request_stop(rig.t)
     rig.loop.machine.state = ControlState.PASSIVE  # as after a reset, before the ramp
     rig.loop.machine.fault = None
-    rig.inputs.estop = False
+    rig.inputs.set_estop(False)
     rig.inputs.deadman_at = None
     loop = ControlLoop(robot, FakePolicy(robot), SafetyConfig(), deadman_timeout=0.2)
     result = loop.tick(rig.t, make_state(robot, 1, rig.t), OperatorInputs())
     assert result.state is ControlState.PASSIVE and result.command.is_zero_torque()
+
+
+def test_an_estop_pulse_shorter_than_a_tick_trips_on_the_next_tick(robot):
+    rig = Rig(robot)
+    rig.to_hold()
+    rig.inputs.set_estop(True)  # asserted and released between two ticks
+    rig.inputs.set_estop(False)
+    result = rig.step()
+    assert result.state is ControlState.DAMP and result.command.is_damping()
+    assert rig.loop.machine.fault.kind == "estop" and "pulse" in rig.loop.machine.fault.message
+    assert rig.loop.request_reset(rig.t, rig.inputs)[0]  # the pulse was consumed by the tick
+
+
+def test_reset_just_after_the_estop_is_released_is_accepted(robot):
+    rig = Rig(robot)
+    rig.to_hold()
+    rig.inputs.set_estop(True)
+    assert rig.step().state is ControlState.DAMP
+    rig.step()
+    rig.inputs.set_estop(False)  # released after the last tick: the reset is judged now
+    assert rig.loop.request_reset(rig.t, rig.inputs) == (True, "PASSIVE")
+    rig.inputs.set_estop(True)  # and a pulse no tick has seen yet blocks it
+    rig.inputs.set_estop(False)
+    rig.step()
+    rig.inputs.set_estop(True)
+    rig.inputs.set_estop(False)
+    rig.loop.request_stop(rig.t)
+    ok, message = rig.loop.request_reset(rig.t, rig.inputs)
+    assert not ok and "estop" in message
+
+
+def test_a_second_commander_trips_damp_and_blocks_reset_while_it_writes(robot):
+    rig = Rig(robot)
+    rig.to_hold()
+    rig.loop.request_run(rig.t)
+    rig.step()
+    other = CommandWriter("foreign", "unstamped rt/lowcmd writer")
+    result = rig.step(foreign=[SeenCommand(rig.t - 0.005, other), SeenCommand(rig.t - 0.001, other)])
+    assert result.state is ControlState.DAMP and result.command.is_damping()
+    fault = rig.loop.machine.fault
+    assert fault.kind == "foreign_commander" and "unstamped rt/lowcmd writer" in fault.message and "2 commands" in fault.message
+    for _ in range(5):  # it keeps writing
+        rig.step(foreign=[SeenCommand(rig.t, other)])
+    ok, message = rig.loop.request_reset(rig.t, rig.inputs)
+    assert not ok and "foreign_commander" in message
+    for _ in range(int(SafetyConfig().foreign_commander_window_s / DT) + 1):  # quiet for the window
+        rig.step()
+    assert rig.loop.request_reset(rig.t, rig.inputs)[0]
+
+
+def test_no_second_commander_no_trip(robot):
+    rig = Rig(robot)
+    rig.to_hold()
+    rig.loop.request_run(rig.t)
+    for _ in range(50):
+        assert rig.step(foreign=[]).state is ControlState.RUN

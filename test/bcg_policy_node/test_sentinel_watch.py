@@ -1,15 +1,20 @@
 """The sentinel's pure decision logic."""
 
+from bcg_robot.wire import CommandWriter
 from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch
 
+NODE = CommandWriter("node", "node#00000001")
+RESTARTED_NODE = CommandWriter("node", "node#00000002")
+FOREIGN = CommandWriter("foreign", "unstamped rt/lowcmd writer")
 
-def run(watch, t0, t1, hb=True, cmd=True, step=0.005):
+
+def run(watch, t0, t1, hb=True, cmd=True, step=0.005, writer=NODE):
     t = t0
     while t < t1:
         if hb:
             watch.on_heartbeat(t)
         if cmd:
-            watch.on_command(t)
+            assert watch.on_command(t, writer) is None
         watch.check(t)
         t += step
     return t
@@ -37,7 +42,7 @@ def test_own_damping_commands_do_not_release_and_heartbeat_does():
     t = run(w, 0.0, 1.0)
     t = run(w, t, t + 0.2, hb=False, cmd=False)
     assert w.state is SentinelState.TAKEN_OVER
-    t = run(w, t, t + 0.5, hb=False, cmd=True)  # the sentinel's own commands
+    t = run(w, t, t + 0.5, hb=False, cmd=True)  # commands queued before the node died
     assert w.state is SentinelState.TAKEN_OVER
     run(w, t, t + 0.05, hb=True, cmd=True)
     assert w.state is SentinelState.WATCHING
@@ -54,6 +59,33 @@ def test_a_late_check_waits_for_queued_messages():
     w = SentinelWatch(0.1)
     t = run(w, 0.0, 1.0)
     assert w.check(t + 0.3) is SentinelState.WATCHING  # the sentinel itself was stalled
-    w.on_command(t + 0.3)
+    w.on_command(t + 0.3, NODE)
     w.on_heartbeat(t + 0.3)
     assert w.check(t + 0.305) is SentinelState.WATCHING
+
+
+def test_a_second_commander_is_reported_and_never_counts_as_the_node():
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0)
+    reports = []
+    for k in range(60):  # the node died; another program writes at 200 Hz for 0.3 s
+        reports.append(w.on_command(t, FOREIGN))
+        w.check(t)
+        t += 0.005
+    assert w.state is SentinelState.TAKEN_OVER  # the foreign writer did not keep it watching
+    assert [r for r in reports if r] == [reports[0]] and reports[0].startswith("foreign_commander: unstamped")
+    assert "node#00000001" in reports[0] and w.foreign_commands == 60
+    t += 2.0
+    assert w.on_command(t, FOREIGN) is not None  # heard again after a quiet gap: reported again
+
+
+def test_a_second_node_is_a_foreign_commander_until_the_first_restarts():
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0)
+    assert w.on_command(t, RESTARTED_NODE).startswith("foreign_commander: node#00000002")
+    t = run(w, t, t + 0.2, hb=False, cmd=False)
+    assert w.state is SentinelState.TAKEN_OVER
+    t = run(w, t, t + 0.05, hb=True, cmd=True, writer=RESTARTED_NODE)  # the node came back as a new writer
+    assert w.state is SentinelState.WATCHING and w.owner == RESTARTED_NODE.ident
+    run(w, t, t + 0.5, writer=RESTARTED_NODE)
+    assert w.state is SentinelState.WATCHING

@@ -1,6 +1,5 @@
 """The sim bridge as a process over real DDS: ros2 commands kept when they stop, bad CRCs dropped."""
 
-import json
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from bcg_robot.config import load_robot_config
 from bcg_robot.wire import COMMAND_TOPIC, STATE_JOINTS_TOPIC, LowCommand, command_to_flat
 from bcg_sim_bridge.physics import DriveMode
 from bcg_sim_bridge.sim2sim.analysis import BridgeLog
+from bcg_sim_bridge.unitree_probe import read_result
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,11 +102,12 @@ def test_unitree_bridge_drops_and_counts_bad_crc(tmp_path):
     try:
         probe = subprocess.run(
             [sys.executable, "-m", "bcg_sim_bridge.unitree_probe", "--domain", str(domain), "--good", "40", "--bad", "12",
-             "--rate", "100"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-            env={**os.environ, "PYTHONPATH": str(ROOT)})
+             "--rate", "100", "--result", str(tmp_path / "probe.json")], cwd=ROOT, capture_output=True, text=True,
+            timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     finally:
         _stop(bridge)
-    report = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert probe.returncode == 0, probe.stdout[-2000:]
+    report = read_result(tmp_path / "probe.json")
     assert report["mode_machine"] == 5 and report["tick_advancing"] and report["state_bad_crc"] == 0
     log = BridgeLog.load(tmp_path / "bridge.npz")
     assert log.counters["bad_crc"] == 12
