@@ -6,7 +6,7 @@ from unitree_sdk2py.utils.crc import CRC
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.remote import RemoteState, encode_remote
-from bcg_robot.wire import UNITREE_NUM_MOTORS, LowCommand
+from bcg_robot.wire import STAMP_MAGIC, UNITREE_NUM_MOTORS, CommandWriter, LowCommand, command_stamp, writer_from_stamp
 
 from bcg_policy_node.interfaces.unitree_sdk_interface import fill_lowcmd, state_from_lowstate
 
@@ -39,3 +39,18 @@ def test_lowstate_decoding():
     assert state.tick == 1234 and state.mode_machine == 5 and state.received_at == 3.0
     assert np.isclose(state.q[7], 0.5) and state.motor_fault[7] == 9 and state.motor_temperature[2] == 77
     assert state.remote.pressed("L2", "B") and np.allclose(state.quat_wxyz, [0.9, 0.1, 0, 0])
+
+
+def test_the_writer_stamp_names_role_and_session_and_is_under_the_crc():
+    robot = load_robot_config(check_model=False)
+    command = LowCommand.damping(robot.kd_array)
+    msg = unitree_hg_msg_dds__LowCmd_()
+    assert writer_from_stamp(msg.reserve).role == "foreign"  # an unstamped LowCmd, as any SDK client sends
+    fill_lowcmd(msg, command, mode_machine=5, mode_pr=0, stamp=command_stamp("sentinel", 0x1A2B3C4D, 7))
+    msg.crc = CRC().Crc(msg)
+    writer = writer_from_stamp(msg.reserve)
+    assert writer == CommandWriter("sentinel", "sentinel#1a2b3c4d") and msg.reserve[2] == 7
+    crc = msg.crc
+    msg.reserve = command_stamp("node", 0x1A2B3C4D, 7)
+    assert writer_from_stamp(msg.reserve).role == "node" and CRC().Crc(msg) != crc  # a forged stamp breaks the CRC
+    assert writer_from_stamp([STAMP_MAGIC | 9, 1, 0, 0]).role == "foreign"  # unknown role code

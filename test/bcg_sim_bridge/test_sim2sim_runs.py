@@ -50,12 +50,12 @@ def test_default_pose_policy_passes_sim2sim(interface, tmp_path):
 @pytest.fixture(scope="module")
 def ros2_faults(tmp_path_factory):
     out = tmp_path_factory.mktemp("faults_ros2")
-    faults = ["dropout", "nan", "kill", "estop", "push"]
+    faults = ["dropout", "nan", "kill", "estop", "foreign", "push"]
     code, report, output = _sim2sim(out, "--interface", "ros2", "--no-nominal", *[a for f in faults for a in ("--fault", f)])
     return code, {r["scenario"]: r for r in report.get("results", [])}, output
 
 
-@pytest.mark.parametrize("fault", ["dropout", "nan", "kill", "estop", "push"])
+@pytest.mark.parametrize("fault", ["dropout", "nan", "kill", "estop", "foreign", "push"])
 def test_fault_scenario_ends_in_damp_with_reason(ros2_faults, fault):
     code, results, output = ros2_faults
     result = results[fault]
@@ -81,7 +81,8 @@ def test_fault_run_exit_code_reflects_the_scenarios(ros2_faults):
 @pytest.fixture(scope="module")
 def unitree_crc(tmp_path_factory):
     out = tmp_path_factory.mktemp("faults_unitree")
-    code, report, output = _sim2sim(out, "--interface", "unitree_dds", "--no-nominal", "--fault", "crc", "--fault", "estop")
+    code, report, output = _sim2sim(out, "--interface", "unitree_dds", "--no-nominal", "--fault", "crc", "--fault", "estop",
+                                    "--fault", "foreign")
     return code, {r["scenario"]: r for r in report.get("results", [])}, output
 
 
@@ -105,3 +106,35 @@ def test_corrupted_lowstates_go_stale_and_end_in_damp(unitree_crc):
     crc = results["crc"]
     assert crc["passed"], (crc.get("observed"), output)
     assert crc["reason"] in ("stale_state", "tick_stalled")
+
+
+def test_a_second_sdk_commander_ends_in_damp_and_the_sentinel_reports_it(unitree_crc):
+    _, results, output = unitree_crc
+    foreign = results["foreign"]
+    assert foreign["passed"] and foreign["reason"] == "foreign_commander", (foreign.get("observed"), output)
+    assert any(e["source"] == "sentinel_fault" and "foreign_commander" in e["text"] for e in foreign["timeline"])
+
+
+def test_a_policy_with_good_metadata_and_a_wrong_graph_is_exit_2_with_its_reason(tmp_path):
+    import onnx
+
+    from bcg_robot.config import load_robot_config
+    from bcg_robot.contract import PolicyContract
+    from bcg_policy_node.bench.sample_policies import write_policy
+
+    robot = load_robot_config(check_model=False)
+    c = PolicyContract.for_robot(robot)
+    model = onnx.load(str(write_policy(tmp_path / "g23.onnx", robot, joint_names=c.joint_names[:23],
+                                       default_pose=c.default_pose[:23], kp=c.kp[:23], kd=c.kd[:23],
+                                       action_scale=c.action_scale[:23])))
+    del model.metadata_props[:]
+    onnx.helper.set_model_props(model, c.to_metadata())  # the robot's own, valid contract over a 23-joint graph
+    bad = tmp_path / "bad_graph.onnx"
+    onnx.save(model, str(bad))
+    proc = subprocess.run([sys.executable, "-m", "bcg_sim_bridge.sim2sim.cli", "--policy", str(bad), "--out",
+                           str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(lines) == 1 and str(bad) in lines[0] and "has 23 values, the robot has 29 joints" in lines[0], lines
+    assert not (tmp_path / "out" / "report.json").exists()  # nothing ran
