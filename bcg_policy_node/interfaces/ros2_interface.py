@@ -125,13 +125,13 @@ class Ros2RobotInterface:
             return self._state
 
     def _take_state(self) -> None:
+        now = time.monotonic()  # before the take: decoding counts toward the state's age
         imu = self._take(self._imu_sub, Imu)
         if imu is not None:
             self._imu = imu
         msg = self._take(self._joint_sub, JointState)
         if msg is None:
             return
-        now = time.monotonic()
         if list(msg.name) != self._names or len(msg.position) != self._n or len(msg.velocity) != self._n:
             self._rejected += 1
             self._node.get_logger().error(

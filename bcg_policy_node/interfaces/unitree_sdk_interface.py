@@ -192,10 +192,11 @@ class UnitreeSdkRobotInterface:
             return self._state
 
     def _take_state(self) -> None:
+        at = time.monotonic()  # before the take: decoding counts toward the state's age
         samples = self._state_reader.take(1)
         if not samples or not samples[-1].sample_info.valid_data:
             return
-        raw, at = samples[-1], time.monotonic()
+        raw = samples[-1]
         if self._check_crc and raw.crc != self._crc.Crc(raw):
             self.bad_state_crc += 1
             if self.bad_state_crc in (1, 10, 100) or self.bad_state_crc % 1000 == 0:

@@ -58,17 +58,21 @@ class ProcessGroup:
         self.nodes[spec.role] = node
         return node
 
-    def cpu_share(self) -> dict[str, float]:
-        """Per live process: CPU time / wall time since start (1.0 = one full core)."""
-        shares = {}
+    def cpu_seconds(self) -> dict[str, float]:
+        """Per live process: CPU time (user + system) so far, s."""
+        spent = {}
         for role, node in self.nodes.items():
             try:
                 fields = Path(f"/proc/{node.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-            shares[role] = round(cpu_s / max(time.monotonic() - node.started_at, 1e-3), 3)
-        return shares
+            spent[role] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return spent
+
+    def cpu_share(self) -> dict[str, float]:
+        """Per live process: CPU time / wall time since start (1.0 = one full core)."""
+        return {role: round(cpu_s / max(time.monotonic() - self.nodes[role].started_at, 1e-3), 3)
+                for role, cpu_s in self.cpu_seconds().items()}
 
     def kill(self, role: str) -> float:
         node = self.nodes[role]

@@ -77,7 +77,10 @@ def run_soak(opts: RunOptions, interface: str, seconds: float, max_growth_mb: fl
     error = ""
     try:
         start_up(opts, driver, marks)
+        if not driver.wait_for_state("RUN", 5.0):
+            raise DriverError(f"policy node did not report RUN (state '{driver.node_state}')")
         n_timing = len(driver.timing)
+        cpu_at_run = group.cpu_seconds()
         end = marks["run"] + seconds
         with tqdm(total=int(seconds), desc=f"soak {interface}", unit="s") as bar:
             while (now := time.monotonic()) < end:
@@ -91,7 +94,8 @@ def run_soak(opts: RunOptions, interface: str, seconds: float, max_growth_mb: fl
                 bar.update(int(now - marks["run"]) - bar.n)
                 time.sleep(1.0)
         marks["stop"] = time.monotonic()
-        cpu = group.cpu_share()
+        cpu = {role: round((spent - cpu_at_run.get(role, 0.0)) / (marks["stop"] - marks["run"]), 3)
+               for role, spent in group.cpu_seconds().items()}  # over the RUN only, not the start-up
         driver.operator("stop")
         driver.wait_for_state("DAMP", 2.0)
     except DriverError as err:
