@@ -29,7 +29,9 @@ Outputs
     ``FAULT_TOPIC``      ``std_msgs/String``: the reason of the latest trip (transient-local).
     ``HEARTBEAT_TOPIC``  ``std_msgs/UInt64``: tick counter, every control tick (the sentinel
                          watches it).
-    ``TIMING_TOPIC``     ``std_msgs/Float64MultiArray`` ``TIMING_FIELDS`` per tick, in ms.
+    ``TIMING_TOPIC``     ``std_msgs/Float64MultiArray`` ``TIMING_FIELDS`` per tick, in ms:
+                         timer period, state age when the command left (state-to-command
+                         latency), compute from the state in hand to the command sent.
     ``JOINT_STATES_TOPIC`` ``sensor_msgs/JointState`` of the robot as the node saw it.
     ``DIAGNOSTICS_TOPIC``  ``diagnostic_msgs/DiagnosticArray``, 1 Hz and on every state change.
     ``SENTINEL_STATE_TOPIC`` ``std_msgs/String`` of the sentinel process (latched).

@@ -202,6 +202,7 @@ class PolicyNode(LifecycleNode):
         # Aligned to state arrival: wait (GIL released) up to state_wait_s for the next
         # sample, so the command goes out on a state that is fresh, not up to a period old.
         state = interface.latest_state(self._state_wait_s)
+        ready = time.monotonic()
         with self._lock:
             if self.loop is None:
                 return
@@ -228,7 +229,7 @@ class PolicyNode(LifecycleNode):
                 self.get_logger().info(f"{t.before.value} -> {t.after.value}: {t.reason}")
         self._state_pub.publish(String(data=result.state.value))
         self._heartbeat_pub.publish(UInt64(data=self._tick_count))
-        period, age, compute = self.timing.record(start, sent, state.received_at if state is not None else None)
+        period, age, compute = self.timing.record(start, sent, state.received_at if state is not None else None, ready)
         self._timing_pub.publish(Float64MultiArray(data=[period, age, compute]))
         if state is not None:
             js = JointState(name=list(self.robot.joint_names), position=state.q.tolist(), velocity=state.dq.tolist(),

@@ -16,11 +16,14 @@ class TickTiming:
         self.compute = collections.deque(maxlen=window)
         self._last_start: float | None = None
 
-    def record(self, start: float, sent: float, state_received_at: float | None) -> tuple[float, float, float]:
+    def record(self, start: float, sent: float, state_received_at: float | None,
+               ready: float | None = None) -> tuple[float, float, float]:
+        """``start``: the timer fired; ``ready``: the state was in hand (after the wait for a
+        fresh sample; default ``start``); ``sent``: the command was handed to the transport."""
         period = (start - self._last_start) * 1e3 if self._last_start is not None else float("nan")
         self._last_start = start
         age = (sent - state_received_at) * 1e3 if state_received_at is not None else float("nan")
-        compute = (sent - start) * 1e3
+        compute = (sent - (start if ready is None else ready)) * 1e3
         if np.isfinite(period):
             self.period.append(period)
         if np.isfinite(age):
