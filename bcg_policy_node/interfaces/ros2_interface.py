@@ -10,7 +10,7 @@ publishers), the command publisher is reliable (it matches either kind of subscr
 
 State is polled, not called back: its subscriptions (depth 1) live on a helper node that
 no executor spins, and :meth:`latest_state` takes the newest JointState and Imu when a
-tick asks, so the 500 Hz stream costs no Python work between ticks. With ``wait_s`` > 0
+tick asks (dated to the JointState's reception, :mod:`bcg_policy_node.interfaces.arrival`), so the 500 Hz stream costs no Python work between ticks. With ``wait_s`` > 0
 it first waits (rclpy wait set, GIL released) for the next JointState to arrive, so the
 tick computes on a fresh sample; when none comes in time it uses the newest it has.
 
@@ -36,6 +36,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from bcg_robot.wire import (COMMAND_FIELDS, COMMAND_TOPIC, STATE_IMU_TOPIC, STATE_JOINTS_TOPIC, TICK_FRAME_PREFIX, CommandWriter,
                             LowCommand, command_to_flat)
 
+from bcg_policy_node.interfaces.arrival import ArrivalClock
 from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -78,6 +79,7 @@ class Ros2RobotInterface:
         self._lock = threading.Lock()
         self._imu: Imu | None = None
         self._state: RobotState | None = None
+        self._arrival = ArrivalClock()
         self._rejected = 0
         self._state_node = None
         self._joint_sub = self._imu_sub = None
@@ -104,11 +106,14 @@ class Ros2RobotInterface:
     # state -------------------------------------------------------------------------------
     @staticmethod
     def _take(sub, msg_type):
+        """(newest message, its reception time on the system clock in s), or (None, None)."""
         newest = None
         with sub.handle:
             while (taken := sub.handle.take_message(msg_type, False)) is not None:
-                newest = taken[0]
-        return newest
+                newest = taken
+        if newest is None:
+            return None, None
+        return newest[0], newest[1]["received_timestamp"] * 1e-9
 
     def latest_state(self, wait_s: float = 0.0) -> RobotState | None:
         """The newest state; with ``wait_s`` > 0 the next JointState to arrive within it."""
@@ -125,11 +130,13 @@ class Ros2RobotInterface:
             return self._state
 
     def _take_state(self) -> None:
-        now = time.monotonic()  # before the take: decoding counts toward the state's age
-        imu = self._take(self._imu_sub, Imu)
+        taken = time.monotonic()  # before the take: decoding counts toward the state's age
+        imu, _ = self._take(self._imu_sub, Imu)
         if imu is not None:
             self._imu = imu
-        msg = self._take(self._joint_sub, JointState)
+        msg, received = self._take(self._joint_sub, JointState)
+        # the reception time is on the system clock: mapped onto this monotonic clock
+        now = self._arrival.took(taken, None if received is None else received - time.time() + taken)
         if msg is None:
             return
         if list(msg.name) != self._names or len(msg.position) != self._n or len(msg.velocity) != self._n:

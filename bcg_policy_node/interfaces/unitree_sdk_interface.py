@@ -13,7 +13,8 @@ for the listener: a deadlock (seen in the sentinel, which writes and watches
 ``rt/lowcmd``). So every reader here is polled: LowState (history depth 1) and, when
 watching, ``rt/lowcmd`` (depth 64, local writers ignored) are taken when a control tick
 or a check asks. The 500 Hz state costs nothing in Python between ticks: only the newest
-sample is decoded. :meth:`latest_state` with ``wait_s`` > 0 waits (GIL released, on a
+sample is decoded, dated to its arrival (:mod:`bcg_policy_node.interfaces.arrival`).
+:meth:`latest_state` with ``wait_s`` > 0 waits (GIL released, on a
 DDS waitset) for the next sample to arrive, so a tick computes on a state that is
 fresh rather than up to one state period old; when none comes in time it uses the
 newest it has. ``check_state_crc``: a sample with a wrong CRC is dropped and counted;
@@ -45,6 +46,7 @@ from bcg_robot.remote import decode_remote
 from bcg_robot.wire import (UNITREE_COMMAND_TOPIC, UNITREE_NUM_MOTORS, UNITREE_STATE_TOPIC, CommandWriter, LowCommand,
                             command_stamp, writer_from_stamp)
 
+from bcg_policy_node.interfaces.arrival import ArrivalClock
 from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 
 MOTOR_MODE_ENABLE = 1
@@ -155,6 +157,7 @@ class UnitreeSdkRobotInterface:
         self._mode_pr = mode_pr
         self._lock = threading.Lock()  # one thread at a time in take/decode/write
         self._state: RobotState | None = None
+        self._arrival = ArrivalClock()
         self._check_crc = check_state_crc
         self.bad_state_crc = 0
         self._crc = CRC()
@@ -192,11 +195,13 @@ class UnitreeSdkRobotInterface:
             return self._state
 
     def _take_state(self) -> None:
-        at = time.monotonic()  # before the take: decoding counts toward the state's age
+        taken = time.monotonic()  # before the take: decoding counts toward the state's age
         samples = self._state_reader.take(1)
         if not samples or not samples[-1].sample_info.valid_data:
+            self._arrival.took(taken, None)
             return
         raw = samples[-1]
+        at = self._arrival.took(taken, raw.sample_info.source_timestamp * 1e-9)
         if self._check_crc and raw.crc != self._crc.Crc(raw):
             self.bad_state_crc += 1
             if self.bad_state_crc in (1, 10, 100) or self.bad_state_crc % 1000 == 0:

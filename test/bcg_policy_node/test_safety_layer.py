@@ -113,6 +113,18 @@ def test_stale_state_and_stalled_tick(robot):
     assert [f.kind for f in faults] == ["tick_stalled"]
 
 
+def test_a_sampled_tick_change_is_dated_to_the_last_sample_with_the_old_value(robot):
+    dog = StateWatchdog(robot, SafetyConfig(), DT)  # stall limit 3 periods = 60 ms
+    for k in range(5):  # the tick advances between every two samples
+        assert dog.check(10.0 + k * DT, make_state(robot, k, 10.0 + k * DT)) == []
+    # tick 5 first seen at 10.10; it may have been set right after the sample at 10.08
+    for k in range(5, 7):
+        faults = dog.check(10.0 + k * DT, make_state(robot, 5, 10.0 + k * DT))
+    assert faults == []  # 10.12: stuck for at most 40 ms
+    faults = dog.check(10.0 + 8 * DT, make_state(robot, 5, 10.0 + 8 * DT))
+    assert [f.kind for f in faults] == ["tick_stalled"] and "80 ms" in faults[0].message  # at most one period early
+
+
 def test_target_shaping_clamps_limits_rate_and_torque(robot):
     cfg = SafetyConfig(joint_limit_margin=0.1, max_target_step=0.2)
     limits = TargetLimits.for_robot(robot, cfg)
