@@ -46,14 +46,15 @@ class StateWatchdog:
             faults.append(Fault("stale_state", f"no new robot state for {age * 1e3:.0f} ms (limit {self.stale_after * 1e3:.0f} ms)"))
         # States are sampled (once a tick), so a new tick value may have been set any time
         # since the last sample that still showed the old one: the change is dated there,
-        # and the watchdog trips once the tick MAY have been stuck for stale_after (at most
-        # one sampling interval early, never late).
+        # and the watchdog trips once samples have shown the tick stuck for stale_after
+        # (at most one sampling interval early, never late). Measured up to the newest
+        # sample's arrival: a stream that stopped altogether is stale_state, not a stall.
         if self._last_tick is None:
             self._last_tick, self._tick_changed_at = state.tick, state.received_at
         elif state.tick > self._last_tick:
             self._last_tick, self._tick_changed_at = state.tick, self._last_seen_at
         self._last_seen_at = state.received_at
-        stalled = now - self._tick_changed_at
+        stalled = state.received_at - self._tick_changed_at
         if stalled > self.stale_after:
             faults.append(Fault("tick_stalled", f"state tick stuck at {self._last_tick} for {stalled * 1e3:.0f} ms"))
         if not state.is_finite():

@@ -106,7 +106,8 @@ def test_stale_state_and_stalled_tick(robot):
     dog = StateWatchdog(robot, SafetyConfig(), DT)
     s = make_state(robot, 1, 10.0)
     assert dog.check(10.0 + 3 * DT - 0.001, s) == []
-    assert {f.kind for f in dog.check(10.0 + 3 * DT + 0.001, s)} == {"stale_state", "tick_stalled"}
+    # a stream that stopped is stale; the tick stall is judged on samples that keep coming
+    assert [f.kind for f in dog.check(10.0 + 3 * DT + 0.001, s)] == ["stale_state"]
     dog = StateWatchdog(robot, SafetyConfig(), DT)
     for k in range(8):  # fresh samples, same tick
         faults = dog.check(10.0 + k * DT, make_state(robot, 5, 10.0 + k * DT))
