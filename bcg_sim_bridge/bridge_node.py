@@ -138,7 +138,8 @@ class SimBridgeNode(Node):
                 self.get_logger().error("simulation diverged (MuJoCo: unstable step / NaN state); stopping")
                 self.diverged = True
                 break
-            self.step_compute_s.append(time.perf_counter() - t0)
+            if self.recorder is not None:  # kept only for the log: a long run without one must not grow
+                self.step_compute_s.append(time.perf_counter() - t0)
             pacer.wait_next()
 
     def save_log(self) -> None:

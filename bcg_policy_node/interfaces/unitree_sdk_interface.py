@@ -186,6 +186,8 @@ class UnitreeSdkRobotInterface:
     # state -------------------------------------------------------------------------------
     def latest_state(self, wait_s: float = 0.0) -> RobotState | None:
         """The newest good state; with ``wait_s`` > 0 the next sample to arrive within it."""
+        if self._state_reader is None:  # closed
+            return self._state
         if wait_s > 0:
             with self._lock:
                 self._take_state()  # what is there now is the fallback
@@ -195,6 +197,8 @@ class UnitreeSdkRobotInterface:
             return self._state
 
     def _take_state(self) -> None:
+        if self._state_reader is None:
+            return
         taken = time.monotonic()  # before the take: decoding counts toward the state's age
         samples = self._state_reader.take(1)
         if not samples or not samples[-1].sample_info.valid_data:
@@ -221,6 +225,8 @@ class UnitreeSdkRobotInterface:
                     self._no_state_warned = True
                 return
             self._sequence += 1
+            if self._writer is None:  # closed
+                return
             fill_lowcmd(self._cmd, command, state.mode_machine, self._mode_pr,
                         command_stamp(self._role, self._session, self._sequence))
             self._cmd.crc = self._crc.Crc(self._cmd)

@@ -290,3 +290,20 @@ def test_killing_the_node_makes_the_sentinel_damp(rig, robot):
     time.sleep(0.2)
     assert all(c.is_damping() for _, c in obs.received_since(t_damp))
     print(f"sentinel takeover {1e3 * (t_damp - t_kill):.0f} ms after SIGKILL")
+
+
+def test_the_sentinel_checks_its_robot_config_against_the_model(tmp_path):
+    """A limit that disagrees with the MJCF is refused by the sentinel as by the node."""
+    from bcg_robot.config import DEFAULT_ROBOT_CONFIG
+
+    text = DEFAULT_ROBOT_CONFIG.read_text()
+    bad = tmp_path / "g1_wrong_limit.yaml"
+    bad.write_text(text.replace("position_upper: [\n  2.8798,", "position_upper: [\n  2.5,", 1))
+    assert bad.read_text() != text
+    for module in (SENTINEL_MODULE, NODE_MODULE):
+        params = {"robot_config": str(bad)} if module == SENTINEL_MODULE else \
+            {"robot_config": str(bad), "policy_path": "/nonexistent.onnx", "autostart": True}
+        run = subprocess.run([sys.executable, "-m", module, *ros_args(params)], capture_output=True, text=True, timeout=120)
+        errors = [line for line in run.stdout.splitlines() if ": error:" in line]
+        assert run.returncode == 2 and len(errors) == 1, (module, run.stdout[-2000:], run.stderr[-2000:])
+        assert str(bad) in errors[0] and "position_upper" in errors[0] and "left_hip_pitch" in errors[0], errors
