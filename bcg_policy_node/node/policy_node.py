@@ -2,11 +2,14 @@
 
 configure  load robot config, safety config and policy; check the policy's contract
            against the robot (a mismatch is a one-line error and the node stays
-           unconfigured); open the robot interface (``ros2`` or ``unitree_sdk``).
+           unconfigured); open the robot interface (``ros2`` or ``unitree_sdk``); create
+           the operator services and topics (state, fault; heartbeat, timing and joint
+           states as lifecycle publishers, live only while active).
 activate   start the 50 Hz control timer (own callback group) in PASSIVE; the control
            loop (bcg_policy_node.safety.control_loop) ramps to the default pose, holds it
            and runs the policy only after the operator's run request.
 deactivate send damping, stop the timer.
+cleanup    close the interface, destroy the operator services and topics.
 
 Operator API, topics and services: bcg_policy_node.operator_api. Parameter
 ``autostart`` configures and activates at start-up (sim-to-sim, benchmark); if that
@@ -76,18 +79,38 @@ class PolicyNode(LifecycleNode):
         self._operator_group = MutuallyExclusiveCallbackGroup()
         self._control_group = MutuallyExclusiveCallbackGroup()
         self._state_group = MutuallyExclusiveCallbackGroup()
-        for name, handler in ((api.RUN_SERVICE, self._on_run), (api.STOP_SERVICE, self._on_stop),
-                              (api.RESET_SERVICE, self._on_reset)):
-            self.create_service(Trigger, name, handler, callback_group=self._operator_group)
-        self.create_subscription(Bool, api.ESTOP_TOPIC, self._on_estop, 10, callback_group=self._operator_group)
-        self.create_subscription(Empty, api.DEADMAN_TOPIC, self._on_deadman, 10, callback_group=self._operator_group)
-        self._state_pub = self.create_publisher(String, api.STATE_TOPIC, api.latched_qos())
-        self._fault_pub = self.create_publisher(String, api.FAULT_TOPIC, api.latched_qos())
-        self._heartbeat_pub = self.create_publisher(UInt64, api.HEARTBEAT_TOPIC, 10)
-        self._timing_pub = self.create_publisher(Float64MultiArray, api.TIMING_TOPIC, 10)
-        self._joint_pub = self.create_publisher(JointState, api.JOINT_STATES_TOPIC, 10)
+        # Diagnostics in every lifecycle state (an unconfigured node says so); the operator
+        # API and the control outputs exist from configure to cleanup (_create_entities).
+        self._entities: list[tuple[str, object]] = []
         self._diag_pub = self.create_publisher(DiagnosticArray, api.DIAGNOSTICS_TOPIC, 10)
         self.create_timer(self.diagnostics_period, self._publish_diagnostics, callback_group=self._operator_group)
+
+    def _create_entities(self) -> None:
+        """The operator API and outputs (on_configure). The per-tick outputs are lifecycle
+        publishers: they carry messages only while the node is active."""
+        def keep(kind: str, entity):
+            self._entities.append((kind, entity))
+            return entity
+
+        group = self._operator_group
+        for name, handler in ((api.RUN_SERVICE, self._on_run), (api.STOP_SERVICE, self._on_stop),
+                              (api.RESET_SERVICE, self._on_reset)):
+            keep("service", self.create_service(Trigger, name, handler, callback_group=group))
+        keep("subscription", self.create_subscription(Bool, api.ESTOP_TOPIC, self._on_estop, 10, callback_group=group))
+        keep("subscription", self.create_subscription(Empty, api.DEADMAN_TOPIC, self._on_deadman, 10, callback_group=group))
+        self._state_pub = keep("publisher", self.create_publisher(String, api.STATE_TOPIC, api.latched_qos()))
+        self._fault_pub = keep("publisher", self.create_publisher(String, api.FAULT_TOPIC, api.latched_qos()))
+        self._heartbeat_pub = keep("lifecycle_publisher", self.create_lifecycle_publisher(UInt64, api.HEARTBEAT_TOPIC, 10))
+        self._timing_pub = keep("lifecycle_publisher",
+                                self.create_lifecycle_publisher(Float64MultiArray, api.TIMING_TOPIC, 10))
+        self._joint_pub = keep("lifecycle_publisher", self.create_lifecycle_publisher(JointState, api.JOINT_STATES_TOPIC, 10))
+
+    def _destroy_entities(self) -> None:
+        destroy = {"service": self.destroy_service, "subscription": self.destroy_subscription,
+                   "publisher": self.destroy_publisher, "lifecycle_publisher": self.destroy_lifecycle_publisher}
+        for kind, entity in reversed(self._entities):
+            destroy[kind](entity)
+        self._entities.clear()
 
     # lifecycle -------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -104,6 +127,7 @@ class PolicyNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self.robot, self.safety, self.policy, self.interface = robot, safety, policy, interface
         self._state_wait_s = safety.state_wait_periods * safety.state_period_s
+        self._create_entities()
         c = policy.contract
         self.get_logger().info(
             f"policy {self.policy_path}: motion '{c.motion_id}', {c.num_joints} joints, dt {c.control_dt} s, "
@@ -148,6 +172,7 @@ class PolicyNode(LifecycleNode):
             if self.interface is not None:
                 self.interface.close()
             self.interface, self.policy = None, None
+            self._destroy_entities()
 
     # operator ----------------------------------------------------------------------
     def _request(self, what: str, response: Trigger.Response) -> Trigger.Response:

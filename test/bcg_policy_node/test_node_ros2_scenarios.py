@@ -307,3 +307,39 @@ def test_the_sentinel_checks_its_robot_config_against_the_model(tmp_path):
         errors = [line for line in run.stdout.splitlines() if ": error:" in line]
         assert run.returncode == 2 and len(errors) == 1, (module, run.stdout[-2000:], run.stderr[-2000:])
         assert str(bad) in errors[0] and "position_upper" in errors[0] and "left_hip_pitch" in errors[0], errors
+
+
+def test_operator_api_exists_from_configure_to_cleanup_and_outputs_only_while_active(rig):
+    obs, procs, tmp, safety, policy = rig
+    for name in ("node", "node2"):
+        procs.stop(name)
+    procs.start("lifecycle", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety)})
+    try:
+        change = obs.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
+        assert change.wait_for_service(timeout_sec=60)
+        run = obs.create_client(api.COMMAND_SERVICE_TYPE, api.RUN_SERVICE)
+        assert not run.wait_for_service(timeout_sec=1.0)  # unconfigured: no operator API
+
+        def transition(tid):
+            assert call_and_wait(change, ChangeState.Request(transition=Transition(id=tid))).success
+
+        def heartbeats_within(seconds):
+            n = len(obs.heartbeats)
+            time.sleep(seconds)
+            return len(obs.heartbeats) - n
+
+        transition(Transition.TRANSITION_CONFIGURE)
+        assert run.wait_for_service(timeout_sec=30)
+        assert heartbeats_within(0.5) == 0  # configured, inactive: no heartbeat
+        transition(Transition.TRANSITION_ACTIVATE)
+        assert heartbeats_within(0.5) > 10  # 50 Hz while active
+        transition(Transition.TRANSITION_DEACTIVATE)
+        time.sleep(0.1)
+        assert heartbeats_within(0.5) == 0
+        transition(Transition.TRANSITION_CLEANUP)
+        deadline = time.monotonic() + 10
+        while obs.get_publishers_info_by_topic(api.STATE_TOPIC) or run.service_is_ready():
+            assert time.monotonic() < deadline, "operator API still there after cleanup"
+            time.sleep(0.1)
+    finally:
+        procs.stop("lifecycle")
