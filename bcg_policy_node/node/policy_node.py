@@ -305,8 +305,8 @@ def _shut_down(node: PolicyNode) -> None:
 
 
 def main(args=None) -> int:
-    # One thread (run_node): rclpy's MultiThreadedExecutor cost 85 % of a core against 30 %
-    # here with 1000 state callbacks/s (500 Hz JointState + Imu). The timer still has its
+    # One thread (run_node): the robot state is polled by the tick (interfaces/), so the
+    # executor only runs the timer, operator inputs and services. The timer still has its
     # own callback group and all shared state is locked, so a multi-threaded executor works too.
     return run_node("policy_node", PolicyNode, args, close=_shut_down, start=_autostart)
 

@@ -31,14 +31,14 @@ def summary_rows(results: list[dict]) -> list[list[str]]:
         bt, nt = r.get("bridge_timing_ms", {}), r.get("node_timing_ms", {})
         rows.append([
             r["interface"], r["scenario"], verdict(r),
-            r.get("reason", "-"), _fmt(r.get("reaction_ms"), 0), "yes" if r.get("fell") else "no",
+            r.get("reason", "-"), _fmt(r.get("trip_ms"), 0), _fmt(r.get("reaction_ms"), 0), "yes" if r.get("fell") else "no",
             _fmt(r.get("e_track_cm", {}).get("mean")), _fmt(pen.get("bridge_mean")), _fmt(pen.get("difference_mean")),
             _fmt(bt.get("p99"), 3), _fmt(bt.get("realtime_factor"), 3), _fmt(nt.get("jitter", {}).get("p99"), 2),
         ])
     return rows
 
 
-HEADER = ["interface", "scenario", "result", "DAMP reason", "reaction ms", "fell", "E_track cm", "foot pen. mm",
+HEADER = ["interface", "scenario", "result", "DAMP reason", "node trip ms", "damping at motors ms", "fell", "E_track cm", "foot pen. mm",
           "pen. diff vs train mm", "bridge step p99 ms", "bridge RTF", "node jitter p99 ms"]
 
 

@@ -219,6 +219,7 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
         after = [e for e in trips if t_from is not None and e.t >= t_from - 1e-3]
         reason_text = after[0].text if after else ""
         reason = _fault_reason(reason_text) if after else "none"
+    trip_ms = 1e3 * (after[0].t - t_from) if scenario.name != "kill" and after else None
     last_mode = DriveMode(int(log.drive_mode[-1])).name
     ends_in_damp = last_mode in ("DAMPING", "TIMEOUT_DAMPING")
     run_end = t_fault if t_fault is not None and scenario.name != "none" else marks.get("stop", policy_end)
@@ -248,12 +249,15 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
                 + (f"; fell (root {min_z:.2f} m)" if fell else "")
                 + (f"; bridge dropped {log.counters.get('bad_crc', 0)} bad-CRC LowCmds of "
                    f"{extra.get('probe', {}).get('sent_bad', '?')} sent" if scenario.name == "crc" else "")
-                + (f"; sentinel: {sentinel_report or 'no report'}" if scenario.name == "foreign" else "")
+                + (f"; the node tripped {trip_ms:.0f} ms after the second writer's first command (the motors obey "
+                   f"both writers until it stops); sentinel: {sentinel_report or 'no report'}"
+                   if scenario.name == "foreign" and trip_ms is not None else "")
                 + (f"; HARNESS ERROR: {harness_error}" if harness_error else ""))
     return {
         "passed": bool(passed), "observed": observed, "reason": reason, "reason_text": reason_text,
         "ends_in_damp": ends_in_damp, "final_motor_mode": last_mode,
         "reaction_ms": None if damp_at is None or t_from is None else 1e3 * (damp_at - t_from),
+        "trip_ms": trip_ms,  # the node's DAMP report after the injection (timeline)
         "unexpected_trips": unexpected_early,
         "fell": fell, "min_root_height_m": min_z,
         "e_track_cm": {"mean": e_mean, "max": e_max, "reference": "default pose", "bodies": list(analysis.KEY_BODIES)},
