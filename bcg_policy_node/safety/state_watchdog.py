@@ -32,7 +32,6 @@ class StateWatchdog:
         self.velocity_limit = robot.velocity * config.velocity_fraction
         self._last_tick: int | None = None
         self._tick_changed_at = 0.0
-        self._last_seen_at = 0.0  # received_at of the previous state checked
 
     def reset(self) -> None:
         self._last_tick = None
@@ -44,16 +43,14 @@ class StateWatchdog:
         age = now - state.received_at
         if age > self.stale_after:
             faults.append(Fault("stale_state", f"no new robot state for {age * 1e3:.0f} ms (limit {self.stale_after * 1e3:.0f} ms)"))
-        # States are sampled (once a tick), so a new tick value may have been set any time
-        # since the last sample that still showed the old one: the change is dated there,
-        # and the watchdog trips once samples have shown the tick stuck for stale_after
-        # (at most one sampling interval early, never late). Measured up to the newest
-        # sample's arrival: a stream that stopped altogether is stale_state, not a stall.
-        if self._last_tick is None:
+        # The stall is the span over which arriving samples showed the same tick: from the
+        # first sample with the current value to the newest one. A stream that stopped
+        # altogether is stale_state, not a stall. States are sampled once a control tick,
+        # so the first sample seen with a value can be up to a tick after it was set: this
+        # watchdog may trip up to one control period late, never early (dating the change
+        # to the previous sample instead turned the node's own scheduling gaps into trips).
+        if self._last_tick is None or state.tick > self._last_tick:
             self._last_tick, self._tick_changed_at = state.tick, state.received_at
-        elif state.tick > self._last_tick:
-            self._last_tick, self._tick_changed_at = state.tick, self._last_seen_at
-        self._last_seen_at = state.received_at
         stalled = state.received_at - self._tick_changed_at
         if stalled > self.stale_after:
             faults.append(Fault("tick_stalled", f"state tick stuck at {self._last_tick} for {stalled * 1e3:.0f} ms"))
