@@ -1,7 +1,5 @@
 """The soak's figures (pure) and the probe's result file."""
 
-import json
-
 import numpy as np
 
 from bcg_sim_bridge.sim2sim.soak import memory_growth_mb, rss_mb, soak_markdown
@@ -44,4 +42,3 @@ def test_soak_table_names_failures():
     text = soak_markdown([result], {"soak_s": 60})
     row = next(line for line in text.splitlines() if line.startswith("| ros2"))
     assert "FAIL" in row and "| 2 |" in row and "1.0 / 2.0 / 0.5" in row and "50 % / 10 % / 5 %" in row
-    json.dumps(result)
