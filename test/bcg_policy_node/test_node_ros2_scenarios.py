@@ -313,11 +313,15 @@ def test_operator_api_exists_from_configure_to_cleanup_and_outputs_only_while_ac
     obs, procs, tmp, safety, policy = rig
     for name in ("node", "node2"):
         procs.stop(name)
+    run = obs.create_client(api.COMMAND_SERVICE_TYPE, api.RUN_SERVICE)
+    deadline = time.monotonic() + 10  # the stopped nodes' services leave the graph when discovery says so
+    while run.service_is_ready():
+        assert time.monotonic() < deadline, "the stopped node's operator API is still in the graph"
+        time.sleep(0.1)
     procs.start("lifecycle", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety)})
     try:
         change = obs.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
         assert change.wait_for_service(timeout_sec=60)
-        run = obs.create_client(api.COMMAND_SERVICE_TYPE, api.RUN_SERVICE)
         assert not run.wait_for_service(timeout_sec=1.0)  # unconfigured: no operator API
 
         def transition(tid):
