@@ -32,6 +32,7 @@ CONSOLE_SCRIPTS = [
     "bcg-export = bcg_train.cli.export:main",
     "bcg-eval = bcg_train.cli.evaluate:main",
     "bcg-benchmark = bcg_train.cli.benchmark:main",
+    "bcg-claim = bcg_train.cli.claim:main",
     "bcg-bench-gradients = bcg_train.bench.gradient_variance:main",
 ]
 

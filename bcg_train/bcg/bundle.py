@@ -20,6 +20,12 @@ branches of a bundle are a second axis (K, B). Per control step and environment:
    sensitivities backward. With ``forward = NOMINAL`` the value is the nominal step
    and only the derivative is the branch mean.
 
+With ``bundle_slots = M > 0`` only M environments run branches: those with a running
+bundle first, then new triggers in environment order (:func:`slot_assignment`); they are
+gathered into an (M, B) batch and their results scattered back. A trigger beyond M takes
+the plain step and is counted in ``overflowed``; so is a running bundle beyond M, which
+then ends early.
+
 The bundled computation sits in a ``lax.cond`` on "any environment bundled" at the
 batch level, outside every ``vmap``: when no environment triggers it is not executed
 (forward or backward) and the result is exactly the plain nominal step. Inside the
@@ -44,7 +50,7 @@ from bcg_train.sim.env import ContactSummary, MjxSim, SimState
 
 @functools.partial(
     jax.tree_util.register_dataclass,
-    data_fields=["qpos", "qvel", "qacc_warmstart", "act", "steps_left", "started", "bundled", "num_started"],
+    data_fields=["qpos", "qvel", "qacc_warmstart", "act", "steps_left", "started", "bundled", "num_started", "overflowed"],
     meta_fields=[],
 )
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +65,7 @@ class BundleState:
     started: jax.Array  # a bundle started at the last step
     bundled: jax.Array  # the last step was computed by branches (started or running)
     num_started: jax.Array  # bundles started since reset
+    overflowed: jax.Array  # the last step needed a bundle slot and found none (plain step)
 
 
 @functools.partial(jax.tree_util.register_dataclass, data_fields=["sim", "bundle"], meta_fields=[])
@@ -107,7 +114,25 @@ def _select(mask: jax.Array, on_true, on_false):
 
 def _idle(bundle: BundleState) -> BundleState:
     no = jnp.zeros_like(bundle.started)
-    return dataclasses.replace(bundle, started=no, bundled=no)
+    return dataclasses.replace(bundle, started=no, bundled=no, overflowed=no)
+
+
+def _take(tree, index: jax.Array):
+    return jax.tree_util.tree_map(lambda x: x[index], tree)
+
+
+def _put(tree, index: jax.Array, values):
+    return jax.tree_util.tree_map(lambda x, v: x.at[index].set(v), tree, values)
+
+
+def slot_assignment(active: jax.Array, need: jax.Array, slots: int) -> jax.Array:
+    """Indices (slots,) of the environments that get a bundle slot this step.
+
+    Running bundles come first (their branch states exist only in their slots' results),
+    then new triggers, each group in environment order; the rest of the slots hold
+    environments that need nothing (their results equal the nominal step)."""
+    rank = jnp.where(active, 0, jnp.where(need, 1, 2))
+    return jnp.argsort(rank, stable=True)[:slots]
 
 
 class BundledSim:
@@ -146,6 +171,7 @@ class BundledSim:
             started=jnp.zeros((k,), bool),
             bundled=jnp.zeros((k,), bool),
             num_started=jnp.zeros((k,), jnp.int32),
+            overflowed=jnp.zeros((k,), bool),
         )
         return BundledState(sim=sims, bundle=bundle)
 
@@ -166,12 +192,34 @@ class BundledSim:
         need = active | start
 
         def bundled(_):
-            return self._bundled_step(state, nominal, nominal_contact, q_target, start, need)
+            slots = cfg.bundle_slots
+            if slots == 0 or slots >= need.shape[0]:
+                return self._bundled_step(state, nominal, nominal_contact, q_target, start, need)
+            return self._slotted_step(state, nominal, nominal_contact, q_target, active, start, need, slots)
 
         def not_bundled(_):
             return BundledState(sim=nominal, bundle=_idle(bundle))
 
         return jax.lax.cond(jnp.any(need), bundled, not_bundled, None)
+
+    def _slotted_step(self, state, nominal, nominal_contact, q_target, active, start, need, slots) -> BundledState:
+        """The bundled step of at most ``slots`` environments, gathered and scattered back.
+
+        Only the slotted environments run branches (``slots x B`` instead of ``K x B``).
+        An environment that needs a bundle but gets no slot takes the plain nominal step,
+        its bundle (if one was running) ends, and ``overflowed`` says so."""
+        index = slot_assignment(active, need, slots)
+        sub_state = BundledState(sim=_take(state.sim, index), bundle=_take(state.bundle, index))
+        sub = self._bundled_step(
+            sub_state, _take(nominal, index), _take(nominal_contact, index), q_target[index], start[index], need[index]
+        )
+        bundle = state.bundle
+        no = jnp.zeros_like(bundle.started)
+        base = BundledState(
+            sim=nominal,
+            bundle=dataclasses.replace(bundle, steps_left=jnp.zeros_like(bundle.steps_left), started=no, bundled=no, overflowed=need),
+        )
+        return BundledState(sim=_put(base.sim, index, sub.sim), bundle=_put(base.bundle, index, sub.bundle))
 
     def _bundled_step(self, state, nominal, nominal_contact, q_target, start, need) -> BundledState:
         sim, cfg = self.sim, self.config
@@ -205,6 +253,7 @@ class BundledSim:
             started=start,
             bundled=need,
             num_started=bundle.num_started,
+            overflowed=jnp.zeros_like(need),
         )
         branches_in = _select(start, fresh, bundle)
 
@@ -238,5 +287,6 @@ class BundledSim:
             started=start,
             bundled=need,
             num_started=bundle.num_started + start.astype(jnp.int32),
+            overflowed=jnp.zeros_like(need),
         )
         return BundledState(sim=new_sim, bundle=new_bundle)

@@ -47,8 +47,11 @@ class BCGConfig:
         force over the control step, i.e. the maximum over the step's physics
         substeps and over contacts of the normal constraint force of that substep.
       forward: what the rollout continues from (branch mean or nominal).
+      bundle_slots [M]: how many environments of a batch may run branches in one step
+        (0: all of them). Bundled work then costs M x B branch steps, not K x B; an
+        environment that needs a bundle beyond M takes the plain step and is counted.
 
-    ``mode``, ``num_branches``, ``bundle_steps`` and ``forward`` shape the compiled
+    ``mode``, ``num_branches``, ``bundle_steps``, ``forward`` and ``bundle_slots`` shape the compiled
     program. ``sigma_p``, ``sigma_v``, ``damping`` and ``force_threshold`` may also be
     JAX scalars (e.g. arguments of a jitted function), so one compile serves several
     values of them.
@@ -62,12 +65,15 @@ class BCGConfig:
     damping: float = 1e-4
     force_threshold: float = 400.0
     forward: BundleForward = BundleForward.MEAN
+    bundle_slots: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Estimator(self.mode))
         object.__setattr__(self, "forward", BundleForward(self.forward))
         if self.num_branches < 1:
             raise ValueError("num_branches must be >= 1")
+        if self.bundle_slots < 0:
+            raise ValueError("bundle_slots must be >= 0 (0: every environment)")
         if self.bundle_steps < 1:
             raise ValueError("bundle_steps must be >= 1")
         for name in ("sigma_p", "sigma_v", "damping"):

@@ -192,12 +192,18 @@ def _history_row(step: int, walltime: float, training: dict, episode: dict, metr
 
 
 def train_ppo(
-    task: Any, cfg: PPOConfig, seed: int = 0, progress_fn: Callable[[dict[str, float]], None] | None = None
+    task: Any,
+    cfg: PPOConfig,
+    seed: int = 0,
+    progress_fn: Callable[[dict[str, float]], None] | None = None,
+    policy_params_fn: Callable[[int, Callable, Any], None] | None = None,
 ) -> tuple[Callable, Any, list[dict[str, float]]]:
     """Train with brax's PPO; returns brax's ``make_policy``, its params and one row per iteration.
 
     ``progress_fn`` (if given) gets each history row as it is made (see the module
-    docstring for what the rows hold).
+    docstring for what the rows hold). ``policy_params_fn`` is brax's own callback: it gets
+    ``(env_steps, make_policy, params)`` before training and after every iteration, before
+    that iteration's row.
     """
     if cfg.num_envs % cfg.minibatches:
         raise ValueError(f"PPOConfig.minibatches ({cfg.minibatches}) must divide num_envs ({cfg.num_envs})")
@@ -262,5 +268,6 @@ def train_ppo(
             seed=seed,
             max_devices_per_host=1,
             progress_fn=on_progress,
+            **({"policy_params_fn": policy_params_fn} if policy_params_fn is not None else {}),
         )
     return make_policy, params, history

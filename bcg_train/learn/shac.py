@@ -35,6 +35,7 @@ import functools
 from typing import Any, Callable
 
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -238,10 +239,13 @@ class SHAC:
         (critics, opt), losses = jax.lax.scan(epoch, (state.critics, state.critic_opt), jax.random.split(key, cfg.critic_iterations))
         return critics, opt, losses[-1]
 
-    def iteration(self, state: SHACState) -> tuple[SHACState, dict[str, jax.Array]]:
+    def iteration(self, state: SHACState, with_gradient: bool = False) -> tuple[SHACState, dict[str, jax.Array]]:
+        """One SHAC iteration; ``with_gradient`` adds the raw actor gradient, flattened, as
+        ``metrics['actor_gradient']`` (for gradient statistics)."""
         cfg = self.cfg
         rng, k_noise, k_critic = jax.random.split(state.rng, 3)
         (actor_loss, (env, records)), grads = jax.value_and_grad(self._rollout, has_aux=True)(state.actor, state, k_noise)
+        raw_gradient = jax.flatten_util.ravel_pytree(grads)[0] if with_gradient else None
         grad_norm = optax.tree.norm(grads)
         grads = jax.tree_util.tree_map(lambda g: jnp.nan_to_num(g), grads)
         updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
@@ -266,11 +270,14 @@ class SHAC:
             actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),
             episodes_ended=jnp.sum(done.astype(jnp.float32)),
         )
+        if with_gradient:
+            metrics["actor_gradient"] = raw_gradient
         return new, metrics
 
-    def jit_iteration(self, state: SHACState) -> Callable[[SHACState], tuple[SHACState, dict]]:
+    def jit_iteration(self, state: SHACState, with_gradient: bool = False) -> Callable[[SHACState], tuple[SHACState, dict]]:
         shardings = self.shardings(state)
-        return jax.jit(self.iteration, in_shardings=(shardings,), out_shardings=(shardings, None))
+        step = functools.partial(self.iteration, with_gradient=with_gradient)
+        return jax.jit(step, in_shardings=(shardings,), out_shardings=(shardings, None))
 
     def policy_fn(self, state: SHACState) -> Callable[[jax.Array], jax.Array]:
         cfg = self.cfg
