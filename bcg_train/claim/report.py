@@ -84,7 +84,7 @@ def details_json(results: list[MethodResult]) -> dict:
                     "transfer": {k: _num(v) if isinstance(v, float) else v for k, v in dataclasses.asdict(s.transfer).items()},
                     "penetration_difference_mm": penetration_difference_mm(s),
                     "bundled_fraction": s.bundled_fraction,
-                    "nonfinite_actor_gradients": s.sim_nonfinite_gradients,
+                    "nonfinite_actor_gradients": s.nonfinite_actor_gradients,
                 }
                 for s in r.seeds
             ],

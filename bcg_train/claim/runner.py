@@ -31,7 +31,7 @@ class SeedResult:
     final: HopperScore  # training model, deterministic
     transfer: HopperScore  # MuJoCo C eval variant
     bundled_fraction: float | None = None
-    sim_nonfinite_gradients: int = 0
+    nonfinite_actor_gradients: int = 0
 
 
 @dataclasses.dataclass

@@ -53,10 +53,10 @@ def train_sim_evaluator(cfg: HopperConfig, apply: Callable[[Any, jax.Array], jax
             return s, (m["apex_error_sum"], m["apex_count"], out.terminated, m["foot_penetration_m"], in_contact)
 
         _, (err, count, fell, depth, contact) = jax.lax.scan(body, state, None, length=steps)
-        return jnp.sum(err), jnp.sum(count), jnp.sum(fell), jnp.sum(depth), jnp.sum(contact), jnp.sum(fell | (count > 0))
+        return jnp.sum(err), jnp.sum(count), jnp.sum(fell), jnp.sum(depth), jnp.sum(contact)
 
     def evaluate(params, rng) -> HopperScore:
-        err, count, fell, depth, contact, _ = (float(x) for x in jax.device_get(rollout(params, rng)))
+        err, count, fell, depth, contact = (float(x) for x in jax.device_get(rollout(params, rng)))
         return HopperScore(
             falls=int(fell), episodes=num_envs + int(fell), task_error=err / count if count else float("nan"),
             cycles=int(count), foot_penetration_m=depth / contact if contact else float("nan"),

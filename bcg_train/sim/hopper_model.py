@@ -165,7 +165,3 @@ def build_hopper(variant: HopperVariant = "train", contact: str | None = None, p
 
 def model_info(model: mujoco.MjModel) -> HopperModelInfo:
     return HopperModelInfo(model.geom("floor").id, (model.geom("toe").id, model.geom("heel").id), model.geom("torso").id)
-
-
-def total_mass(model: mujoco.MjModel) -> float:
-    return float(np.sum(model.body_mass))
