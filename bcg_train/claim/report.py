@@ -85,6 +85,7 @@ def details_json(results: list[MethodResult]) -> dict:
                     "penetration_difference_mm": penetration_difference_mm(s),
                     "bundled_fraction": s.bundled_fraction,
                     "nonfinite_actor_gradients": s.nonfinite_actor_gradients,
+                    "sim_failures": s.sim_failures,
                 }
                 for s in r.seeds
             ],

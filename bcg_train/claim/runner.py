@@ -31,7 +31,8 @@ class SeedResult:
     final: HopperScore  # training model, deterministic
     transfer: HopperScore  # MuJoCo C eval variant
     bundled_fraction: float | None = None
-    nonfinite_actor_gradients: int = 0
+    nonfinite_actor_gradients: int = 0  # updates skipped for a non-finite actor gradient
+    sim_failures: int = 0  # environment steps whose simulation failed (bcg_train.sim.failure)
 
 
 @dataclasses.dataclass
@@ -82,7 +83,7 @@ def run_shac(method: Method, protocol: ClaimProtocol, log: Callable[[str], None]
         state = first if seed == protocol.seeds[0] else shac.init(seed)
         score = evaluator((state.actor, state.obs_stats), eval_key)
         curve = [_curve_point(0, 0.0, score)]
-        wall, bundled, nonfinite = 0.0, [], 0
+        wall, bundled, nonfinite, failures = 0.0, [], 0, 0
         bar = tqdm(range(shac_cfg.iterations), desc=f"{method.name} seed {seed}", dynamic_ncols=True, leave=False)
         for it in bar:
             t = time.perf_counter()
@@ -90,14 +91,15 @@ def run_shac(method: Method, protocol: ClaimProtocol, log: Callable[[str], None]
             metrics = jax.device_get(metrics)
             wall += time.perf_counter() - t
             bundled.append(float(metrics["bundled"]))
-            nonfinite += int(not np.isfinite(metrics["actor_grad_norm"]))
+            nonfinite += int(metrics["skipped_actor_updates"])
+            failures += int(metrics["sim_failures"])
             if (it + 1) % eval_every == 0 or it + 1 == shac_cfg.iterations:
                 score = evaluator((state.actor, state.obs_stats), eval_key)
                 curve.append(_curve_point((it + 1) * steps_per_iteration, wall, score, reward=float(metrics["reward"])))
                 bar.set_postfix(err_cm=f"{100 * score.task_error:.1f}", falls=score.falls)
         policy = lambda obs, s=state: np.asarray(act((s.actor, s.obs_stats), jnp.asarray(obs)))  # noqa: E731
         transfer = evaluate_in_mujoco(cfg, policy, protocol.transfer_duration_s)
-        seeds.append(SeedResult(seed, curve, score, transfer, float(np.mean(bundled)), nonfinite))
+        seeds.append(SeedResult(seed, curve, score, transfer, float(np.mean(bundled)), nonfinite, failures))
         log(f"{method.name} seed {seed}: task error {100 * score.task_error:.1f} cm (train model), "
             f"{100 * transfer.task_error:.1f} cm and {'a fall' if transfer.falls else 'no fall'} in MuJoCo C, {wall:.0f} s")
     return MethodResult(method, seeds, compile_s, variance, finite)

@@ -14,6 +14,8 @@ PANELS = (
     ("actor_grad_norm", "actor gradient norm (before clipping)", True),
     ("critic_loss", "critic loss", True),
     ("bundled", "fraction of steps in a BCG bundle", False),
+    ("sim_failures", "simulation failures per iteration", False),
+    ("skipped_actor_updates", "actor updates skipped (non-finite gradient)", False),
 )
 
 
@@ -43,7 +45,7 @@ def trailing_mean(values: list[float], window: int) -> list[float]:
 
 
 def plot_training_curves(metrics_csv: Path, out_png: Path, title: str = "") -> Path:
-    """Six panels against environment steps, raw and as a trailing mean over
+    """The :data:`PANELS` against environment steps, raw and as a trailing mean over
     ``SMOOTHING_WINDOW`` iterations; non-finite gradient norms are marked at the top."""
     import matplotlib
 
@@ -52,7 +54,7 @@ def plot_training_curves(metrics_csv: Path, out_png: Path, title: str = "") -> P
 
     data = read_metrics(metrics_csv)
     x = data.get("env_steps") or data.get("iteration", [])
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharex=True)
+    fig, axes = plt.subplots(2, (len(PANELS) + 1) // 2, figsize=(17, 6.5), sharex=True)
     for ax, (key, label, log) in zip(axes.flat, PANELS):
         ys = data.get(key)
         ax.set_title(label, fontsize=9)

@@ -8,11 +8,17 @@ One iteration (``jax.jit``-compiled, the rollout under ``jax.lax.scan``):
    of the window, bootstrapped with the target critics' mean value at the window end
    and at time-limit truncations (not at terminations), averaged over steps and envs.
 2. One clipped Adam step on the actor (:func:`make_optimizer`), skipped during the first
-   ``critic_warmup_iterations`` (:func:`hold_during_warmup`).
+   ``critic_warmup_iterations`` (:func:`hold_during_warmup`) and whenever the actor
+   gradient is not finite (:func:`skip_if_not_finite`; counted in
+   ``skipped_actor_updates``, never zeroed into a silent no-op).
 3. TD(lambda) targets from the window (:func:`td_lambda_returns`) and
    ``critic_iterations`` passes over ``critic_minibatches`` minibatches for the critic
    ensemble; soft update of the target critics.
 4. The observation normalizer absorbs the window's observations.
+
+Simulation failures (a blown-up or non-finite environment) are the task's to catch: it
+terminates them in the step they appear and cuts their gradient
+(:mod:`bcg_train.sim.failure`); their count per iteration is ``sim_failures``.
 
 The environment state carried to the next iteration is cut from the graph
 (``stop_gradient``): gradients never cross a window boundary. With
@@ -43,6 +49,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from bcg_train.learn.config import SHACConfig
 from bcg_train.learn.networks import RunningStats, init_mlp, mlp_apply, policy_action
+from bcg_train.sim.failure import SIM_FAILURES
 
 Params = Any
 
@@ -60,8 +67,9 @@ def make_optimizer(schedule: optax.Schedule, betas: tuple[float, float], max_gra
 
 def clip_state_gradient(state: Any, max_norm: float, batch_size: int) -> Any:
     """Identity forward; backward, each environment's cotangent (over every float leaf of
-    ``state`` with leading axis ``batch_size``) is scaled to norm <= ``max_norm`` and
-    non-finite entries become 0. Gradient clipping through time, one control step at a time."""
+    ``state`` with leading axis ``batch_size``) is scaled to norm <= ``max_norm``. Gradient
+    clipping through time, one control step at a time. A non-finite cotangent stays
+    non-finite (and makes the actor gradient skip its update, counted)."""
 
     def batched(x):
         return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) and x.ndim >= 1 and x.shape[0] == batch_size
@@ -74,7 +82,7 @@ def clip_state_gradient(state: Any, max_norm: float, batch_size: int) -> Any:
         return tree, None
 
     def backward(_, cotangent):
-        leaves = [jnp.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0) if batched(g) else g for g in jax.tree_util.tree_leaves(cotangent)]
+        leaves = jax.tree_util.tree_leaves(cotangent)
         squares = [jnp.sum(jnp.square(g).reshape(batch_size, -1), axis=1) for g in leaves if batched(g)]
         norm = jnp.sqrt(sum(squares)) if squares else jnp.zeros((batch_size,))
         scale = jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-30))
@@ -91,6 +99,17 @@ def hold_during_warmup(updated: Any, current: Any, iteration: jax.Array, warmup_
     windows)."""
     active = iteration >= warmup_iterations
     return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), updated, current)
+
+
+def skip_if_not_finite(updated: Any, current: Any, gradient_norm: jax.Array) -> tuple[Any, jax.Array]:
+    """``(updated, False)`` if ``gradient_norm`` is finite, else ``(current, True)``: a
+    non-finite actor gradient skips the update (the caller counts it)."""
+    skip = ~jnp.isfinite(gradient_norm)
+    return jax.tree_util.tree_map(lambda new, old: jnp.where(skip, old, new), updated, current), skip
+
+
+# metrics summed over an iteration's steps and environments (counts), not averaged
+COUNTED_METRICS = (SIM_FAILURES,)
 
 
 def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
@@ -247,9 +266,9 @@ class SHAC:
         (actor_loss, (env, records)), grads = jax.value_and_grad(self._rollout, has_aux=True)(state.actor, state, k_noise)
         raw_gradient = jax.flatten_util.ravel_pytree(grads)[0] if with_gradient else None
         grad_norm = optax.tree.norm(grads)
-        grads = jax.tree_util.tree_map(lambda g: jnp.nan_to_num(g), grads)
         updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
         actor = optax.apply_updates(state.actor, updates)
+        (actor, actor_opt), skipped = skip_if_not_finite((actor, actor_opt), (state.actor, state.actor_opt), grad_norm)
         if cfg.critic_warmup_iterations > 0:
             actor, actor_opt = hold_during_warmup(
                 (actor, actor_opt), (state.actor, state.actor_opt), state.iteration, cfg.critic_warmup_iterations
@@ -265,10 +284,10 @@ class SHAC:
             actor=actor, critics=critics, target_critics=target, actor_opt=actor_opt, critic_opt=critic_opt,
             obs_stats=state.obs_stats.update(obs), env=jax.lax.stop_gradient(env), rng=rng, iteration=state.iteration + 1,
         )
-        metrics = {name: jnp.mean(v) for name, v in step_metrics.items()}
+        metrics = {name: jnp.sum(v) if name in COUNTED_METRICS else jnp.mean(v) for name, v in step_metrics.items()}
         metrics.update(
             actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),
-            episodes_ended=jnp.sum(done.astype(jnp.float32)),
+            episodes_ended=jnp.sum(done.astype(jnp.float32)), skipped_actor_updates=skipped.astype(jnp.float32),
         )
         if with_gradient:
             metrics["actor_gradient"] = raw_gradient

@@ -49,6 +49,7 @@ ROOT_X, ROOT_Z, ROOT_PITCH, HIP, KNEE = range(5)
 ACTUATED = (HIP, KNEE)
 
 DEFAULT_POSE = (0.5, -1.0)  # rad: foot under the hip, knee bent
+JOINT_SPEED_LIMIT = (30.0, 30.0)  # rad/s, hip and knee: what its motors would be rated for
 # The G1's train solver settings. With 1 Newton and 1 line-search iteration the standing
 # hopper chatters on stiff contact (100-270 N peaks, 37 N is its weight) and falls within
 # 0.5-1.5 s under zero action in MJX; with 3 and 4 it stands as in MuJoCo C.

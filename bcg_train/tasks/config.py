@@ -6,6 +6,7 @@ import dataclasses
 
 from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, check_observation_spec
 from bcg_train.bcg.config import BCGConfig
+from bcg_train.sim.failure import SimBounds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,9 +76,11 @@ class ImitationConfig:
     rewards: RewardConfig = RewardConfig()
     termination: TerminationConfig = TerminationConfig()
     domain: DomainRandomizationConfig = DomainRandomizationConfig()
+    sim_bounds: SimBounds = SimBounds()  # beyond these the simulation has failed (bcg_train.sim.failure)
 
     def validate(self) -> None:
         check_observation_spec(self.observation_spec)
+        self.sim_bounds.validate()
         if "phase_sin_cos" not in self.observation_spec:
             raise ValueError("observation_spec: an imitation policy needs 'phase_sin_cos'")
         if self.contact not in ("soft", "default", "stiff"):

@@ -19,8 +19,10 @@ reports ``apex_error_sum`` (the apex error where a cycle ended, else 0) and
 ``apex_count`` (1 where a cycle ended); the task error over a batch of steps is
 ``sum(apex_error_sum) / sum(apex_count)`` (:func:`task_error`).
 
-A fall (pitch beyond ``max_pitch`` or hip below ``min_height``) or a non-finite state
-terminates the episode.
+A fall (pitch beyond ``max_pitch`` or hip below ``min_height``) terminates the episode;
+so does a simulation failure (:mod:`bcg_train.sim.failure`: a non-finite state or one
+outside ``sim_bounds``), which is replaced by a fresh episode before anything is computed
+from it and counted in ``sim_failures``.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ from bcg_train.bcg.bundle import BundledSim, BundledState
 from bcg_train.bcg.config import BCGConfig
 from bcg_train.sim.config import SimConfig
 from bcg_train.sim.env import MjxSim
-from bcg_train.sim.hopper_model import (ACTUATED, DEFAULT_POSE, HIP, KNEE, ROOT_PITCH, ROOT_X, ROOT_Z, build_hopper,
-                                        hopper_drive, model_info, standing_qpos)
+from bcg_train.sim.failure import SIM_FAILURES, SimBounds, guarded_step, state_failed
+from bcg_train.sim.hopper_model import (ACTUATED, DEFAULT_POSE, HIP, JOINT_SPEED_LIMIT, KNEE, ROOT_PITCH, ROOT_X, ROOT_Z,
+                                        build_hopper, hopper_drive, model_info, standing_qpos)
 from bcg_train.tasks.imitation import StepOutput
 
 OBS_SIZE = 13
@@ -65,12 +68,15 @@ class HopperConfig:
     action_rate_weight: float = 0.01
     # BCG's trigger: 150 N is 4x the hopper's weight (3.85 kg); standing puts <= 75 N on one sphere
     bcg: BCGConfig = BCGConfig(force_threshold=150.0)
+    # the hopper tracks no root position, so no distance bound
+    sim_bounds: SimBounds = SimBounds(max_root_distance=0.0)
 
     @property
     def apex_height(self) -> float:
         return self.takeoff_height + GRAVITY * self.flight_time_s**2 / 8.0
 
     def validate(self) -> None:
+        self.sim_bounds.validate()
         if self.contact not in ("soft", "default", "stiff"):
             raise ValueError(f"contact: unknown preset '{self.contact}' (soft | default | stiff)")
         if not 0 < self.flight_time_s < self.hop_period_s:
@@ -158,10 +164,11 @@ class HopperTask:
         self.drive = hopper_drive()
         self.sim = MjxSim(self.mj_model, self.drive, SimConfig(control_dt=cfg.control_dt), initial_qpos=standing_qpos())
         self.bsim = BundledSim(self.sim, cfg.bcg)
+        self.guarded_step = guarded_step(self.bsim.step, self._failed)
         self.period_steps = int(round(cfg.hop_period_s / cfg.control_dt))
         self.episode_steps = int(round(cfg.episode_length_s / cfg.control_dt))
         # MJX's candidate contacts are static: find the foot-floor ones once
-        candidates = np.asarray(self.sim.reset(jax.random.PRNGKey(0)).data._impl.contact.geom)
+        candidates = np.asarray(jax.jit(self.sim.reset)(jax.random.PRNGKey(0)).data._impl.contact.geom)  # jit: 5x faster than eager
         feet = np.isin(candidates, np.asarray(self.info.foot_geoms)).any(axis=-1)
         self.foot_contacts = jnp.asarray(feet & (candidates == self.info.floor_geom).any(axis=-1))
         if not np.any(self.foot_contacts):
@@ -198,6 +205,11 @@ class HopperTask:
         height = sim.sim.data.qpos[:, ROOT_Z]
         return HopperState(sim, t, jnp.zeros((num_envs, ACTION_SIZE), jnp.float32), height, k_next)
 
+    def _failed(self, sim: BundledState, _aux) -> jax.Array:
+        d = sim.sim.data
+        root = jnp.asarray([ROOT_X, ROOT_Z])
+        return state_failed(self.cfg.sim_bounds, d.qpos, d.qvel, d.qpos[:, root], d.qvel[:, root], d.qvel[:, HIP : KNEE + 1], JOINT_SPEED_LIMIT)
+
     def foot_penetration(self, data) -> jax.Array:
         """(K,) deepest foot-floor penetration (m, >= 0) of each environment."""
         depth = jnp.where(self.foot_contacts, jnp.maximum(-data._impl.contact.dist, 0.0), 0.0)
@@ -207,7 +219,9 @@ class HopperTask:
         cfg = self.cfg
         k = action.shape[0]
         rng, k_reset = jax.random.split(state.rng)
-        sim = self.bsim.step(state.sim, action)
+        stepped_sim, failed = self.guarded_step(state.sim, action, None)
+        fresh = self._fresh(k_reset, k)
+        sim = _select(failed, fresh, stepped_sim)  # nothing below sees a failed state
         d = sim.sim.data
         t = state.t + 1
         z, pitch, vx, vz = d.qpos[:, ROOT_Z], d.qpos[:, ROOT_PITCH], d.qvel[:, ROOT_X], d.qvel[:, ROOT_Z]
@@ -220,18 +234,18 @@ class HopperTask:
             "alive": jnp.full((k,), 0.1),
             "action_rate": -cfg.action_rate_weight * jnp.sum(jnp.square(action - state.last_action), axis=-1),
         }
-        finite = jnp.all(jnp.isfinite(d.qpos), axis=-1) & jnp.all(jnp.isfinite(d.qvel), axis=-1)
-        reward = jnp.where(finite, sum(terms.values()), 0.0)
-        fell = hopper_fell(cfg, d.qpos, xp=jnp) | ~finite
-        truncated = (t >= self.episode_steps) & ~fell
-        peak = jnp.maximum(state.cycle_peak, jnp.where(finite, z, -jnp.inf))
-        cycle_end = (t % self.period_steps == 0) & ~fell
+        terms = {name: jnp.where(failed, 0.0, value) for name, value in terms.items()}
+        reward = sum(terms.values())
+        fell = hopper_fell(cfg, d.qpos, xp=jnp) & ~failed
+        terminated = fell | failed
+        truncated = (t >= self.episode_steps) & ~terminated
+        peak = jnp.maximum(state.cycle_peak, z)
+        cycle_end = (t % self.period_steps == 0) & ~terminated
         apex_error = jnp.abs(jax.lax.stop_gradient(peak) - cfg.apex_height)
         stepped = HopperState(sim, t, action, peak, rng)
         terminal_obs = self.observe(stepped)
 
-        done = fell | truncated
-        fresh = self._fresh(k_reset, k)
+        done = terminated | truncated
         after = HopperState(
             sim=_select(done, fresh, sim),
             t=jnp.where(done, 0, t),
@@ -243,11 +257,12 @@ class HopperTask:
         metrics.update(
             apex_error_sum=jnp.where(cycle_end, apex_error, 0.0),
             apex_count=cycle_end.astype(jnp.float32),
-            height_error_m=jnp.abs(z - z_ref),
+            height_error_m=jnp.where(failed, 0.0, jnp.abs(z - z_ref)),
             fell=fell.astype(jnp.float32),
             bundled=sim.bundle.bundled.astype(jnp.float32),
             bundle_overflow=sim.bundle.overflowed.astype(jnp.float32),
-            foot_penetration_m=self.foot_penetration(d),
+            foot_penetration_m=jnp.where(failed, 0.0, self.foot_penetration(d)),
         )
+        metrics[SIM_FAILURES] = failed.astype(jnp.float32)
         metrics = {name: jax.lax.stop_gradient(v) for name, v in metrics.items()}
-        return after, StepOutput(self.observe(after), reward, fell, truncated, terminal_obs, metrics)
+        return after, StepOutput(self.observe(after), reward, terminated, truncated, terminal_obs, metrics)

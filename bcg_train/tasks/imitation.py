@@ -17,6 +17,12 @@ for the whole batch and redrawn every ``model_resample_steps`` control steps (th
 model is shared by the batch, so that BCG's batch-level ``cond`` stays outside the
 ``vmap``); pushes (random horizontal root-velocity changes at random intervals) and the
 0/1-step action latency are per environment.
+
+A simulation failure (:mod:`bcg_train.sim.failure`: a non-finite state, or one outside
+``sim_bounds``, e.g. the root metres from the reference) terminates the environment in
+the step it appears: the state is replaced by a fresh episode before reward,
+observation or metrics are computed from it, the step's gradient is cut, and the event
+is counted in ``sim_failures``.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from bcg_train.bcg.bundle import BundledSim, BundledState
 from bcg_train.motion.reference import ReferenceMotion, load_reference_motion
 from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.env import MjxSim
+from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
 from bcg_train.tasks.config import ImitationConfig
 from bcg_train.tasks.rewards import TrackedState, key_body_error, reward_terms, terminated
 
@@ -123,6 +130,7 @@ class ImitationTask:
         self.episode_steps = int(round(cfg.episode_length_s / robot.control_dt))
         self.base_friction = jnp.asarray(self.mj_model.geom_friction, jnp.float32)
         self.base_mass = jnp.asarray(self.mj_model.body_mass, jnp.float32)
+        self.joint_speed_limit = jnp.asarray(robot.velocity, jnp.float32)
 
     # -- state views ------------------------------------------------------------------
     def tracked(self, state: ImitationState) -> TrackedState:
@@ -213,26 +221,36 @@ class ImitationTask:
         sim = dataclasses.replace(sim, sim=sim.sim.replace(data=data.replace(qvel=qvel)))
         return sim, jnp.where(push, self._push_interval(k_next, k), countdown)
 
+    def sim_failed(self, sim: BundledState, reference_root_pos: jax.Array) -> jax.Array:
+        """(K,) bool: the simulation failed (see :mod:`bcg_train.sim.failure`)."""
+        d = sim.sim.data
+        return state_failed(
+            self.cfg.sim_bounds, d.qpos, d.qvel, d.qpos[:, :3], d.qvel[:, :3], d.qvel[:, self.di], self.joint_speed_limit,
+            reference_root_pos,
+        )
+
     def step(self, state: ImitationState, action: jax.Array) -> tuple[ImitationState, StepOutput]:
         k = action.shape[0]
         rng, k_push, k_reset, k_dom = jax.random.split(state.rng, 4)
         applied = jnp.where(state.late[:, None], state.pending_action, action)
-        sim = self.domain_sim(state.domain).step(state.sim, applied)
-        sim, push_countdown = self._push(state, sim, k_push)
         frame = (state.frame + 1) % self.num_frames
+        ref = self.reference_at(frame)
+        sim, failed = guarded_step(self.domain_sim(state.domain).step, self.sim_failed)(state.sim, applied, ref.root_pos)
+        fresh_sim, fresh_frame, zeros, fresh_late, fresh_push = self._fresh_envs(k_reset, k)
+        sim = _select(failed, fresh_sim, sim)  # nothing below sees a failed state
+        sim, push_countdown = self._push(state, sim, k_push)
         t = state.t + 1
         stepped = dataclasses.replace(
             state, sim=sim, frame=frame, t=t, last_action=action, pending_action=action, push_countdown=push_countdown
         )
-        robot, ref = self.tracked(stepped), self.reference_at(frame)
+        robot = self.tracked(stepped)
         terms = reward_terms(self.cfg.rewards, robot, ref, action, state.last_action, xp=jnp)
-        finite = jnp.all(jnp.isfinite(sim.sim.data.qpos), axis=-1) & jnp.all(jnp.isfinite(sim.sim.data.qvel), axis=-1)
-        reward = jnp.where(finite, sum(terms.values()), 0.0)
-        done_term = terminated(self.cfg.termination, robot, ref, xp=jnp) | ~finite
+        terms = {name: jnp.where(failed, 0.0, value) for name, value in terms.items()}
+        reward = sum(terms.values())
+        done_term = (terminated(self.cfg.termination, robot, ref, xp=jnp) & ~failed) | failed
         done_trunc = (t >= self.episode_steps) & ~done_term
         terminal_obs = self.observe(stepped)
 
-        fresh_sim, fresh_frame, zeros, fresh_late, fresh_push = self._fresh_envs(k_reset, k)
         done = done_term | done_trunc
         countdown = stepped.domain_countdown - 1
         resample = countdown <= 0
@@ -250,7 +268,9 @@ class ImitationTask:
             rng=rng,
         )
         metrics = {f"reward/{name}": value for name, value in terms.items()}
-        metrics["tracking_error_m"] = key_body_error(robot, ref, xp=jnp)
-        metrics["root_height_m"] = robot.root_pos[:, 2]
+        metrics["tracking_error_m"] = jnp.where(failed, 0.0, key_body_error(robot, ref, xp=jnp))
+        metrics["root_height_m"] = jnp.where(failed, 0.0, robot.root_pos[:, 2])
         metrics["bundled"] = sim.bundle.bundled.astype(jnp.float32)
+        metrics["bundle_overflow"] = sim.bundle.overflowed.astype(jnp.float32)
+        metrics[SIM_FAILURES] = failed.astype(jnp.float32)
         return after, StepOutput(self.observe(after), reward, done_term, done_trunc, terminal_obs, metrics)

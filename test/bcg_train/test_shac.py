@@ -167,3 +167,31 @@ def test_critic_warmup_must_leave_iterations_for_the_actor():
 
     with pytest.raises(ValueError, match="critic_warmup_iterations"):
         dataclasses.replace(TINY, critic_warmup_iterations=TINY.iterations).validate()
+
+
+@jax.custom_vjp
+def _nan_gradient(x):
+    """Identity forward; backward, NaN: a reward whose gradient has blown up."""
+    return x
+
+
+_nan_gradient.defvjp(lambda x: (x, None), lambda _, g: (g * jnp.nan,))
+
+
+class _NanGradientPointMass(PointMassTask):
+    def step(self, state, action):
+        after, out = super().step(state, action)
+        return after, out._replace(reward=_nan_gradient(out.reward))
+
+
+def test_a_non_finite_actor_gradient_skips_the_update_and_is_counted():
+    shac = SHAC(_NanGradientPointMass(), TINY)
+    s0 = shac.init(0)
+    s1, metrics = jax.jit(shac.iteration)(s0)
+    assert not np.isfinite(float(metrics["actor_grad_norm"])) and float(metrics["skipped_actor_updates"]) == 1.0
+    for a, b in zip(_leaves(s0.actor) + _leaves(s0.actor_opt), _leaves(s1.actor) + _leaves(s1.actor_opt)):
+        np.testing.assert_array_equal(a, b)  # not zeroed into an Adam step: untouched
+    assert all(np.isfinite(x).all() for x in _leaves(s1.critics))  # the critics learn from the (finite) rewards
+    assert any(not np.array_equal(a, b) for a, b in zip(_leaves(s0.critics), _leaves(s1.critics)))
+    _, healthy = jax.jit(SHAC(PointMassTask(), TINY).iteration)(s0)
+    assert float(healthy["skipped_actor_updates"]) == 0.0

@@ -21,6 +21,7 @@ def test_forward_is_identity_and_backward_caps_each_environment():
     gq, gv = jax.grad(loss, argnums=(0, 1))(state["q"], state["v"])
     np.testing.assert_allclose(gq[0], [1.0, 0.0])  # norm 100 -> 1
     np.testing.assert_allclose(gq[1], [0.3, 0.4])  # norm 0.5, untouched
-    # env 2: inf -> 0, then (0, 1, 2) has norm sqrt(5) -> scaled to 1
-    np.testing.assert_allclose(gq[2], [0.0, 1 / np.sqrt(5)], rtol=1e-6)
-    np.testing.assert_allclose(gv, [0.0, 0.0, 2 / np.sqrt(5)], rtol=1e-6)
+    # env 2's cotangent is not finite: it stays so (the learner counts and skips such an
+    # actor gradient), it is not zeroed into a plausible-looking one
+    assert not np.isfinite(np.asarray(gq[2])).all()
+    np.testing.assert_allclose(gv[:2], [0.0, 0.0])
