@@ -3,7 +3,8 @@
 Both run the deterministic policy and report the same figures (:class:`HopperScore`):
 falls, the task error (mean apex error over completed hop cycles,
 :func:`bcg_train.tasks.hopper.task_error`) and the mean foot penetration over the steps
-with the foot in contact.
+with the foot in contact; the training-simulator evaluation also reports the mean reward
+per step (the return the learner maximizes, undiscounted).
 
 * :func:`train_sim_evaluator`: a jitted MJX rollout of a batch in the training model
   (its contact preset), plain dynamics (no bundles: BCG shapes gradients, the policy is
@@ -36,6 +37,7 @@ class HopperScore:
     task_error: float  # m, mean apex error over completed cycles (NaN if none)
     cycles: int
     foot_penetration_m: float  # mean over steps in contact (NaN if never in contact)
+    mean_reward: float = float("nan")  # per environment step (training simulator only)
 
 
 def train_sim_evaluator(cfg: HopperConfig, apply: Callable[[Any, jax.Array], jax.Array], num_envs: int = 8, steps: int = 250):
@@ -50,16 +52,16 @@ def train_sim_evaluator(cfg: HopperConfig, apply: Callable[[Any, jax.Array], jax
             s, out = task.step(s, apply(params, task.observe(s)))
             m = out.metrics
             in_contact = m["foot_penetration_m"] > 0
-            return s, (m["apex_error_sum"], m["apex_count"], out.terminated, m["foot_penetration_m"], in_contact)
+            return s, (m["apex_error_sum"], m["apex_count"], out.terminated, m["foot_penetration_m"], in_contact, out.reward)
 
-        _, (err, count, fell, depth, contact) = jax.lax.scan(body, state, None, length=steps)
-        return jnp.sum(err), jnp.sum(count), jnp.sum(fell), jnp.sum(depth), jnp.sum(contact)
+        _, (err, count, fell, depth, contact, reward) = jax.lax.scan(body, state, None, length=steps)
+        return jnp.sum(err), jnp.sum(count), jnp.sum(fell), jnp.sum(depth), jnp.sum(contact), jnp.mean(reward)
 
     def evaluate(params, rng) -> HopperScore:
-        err, count, fell, depth, contact = (float(x) for x in jax.device_get(rollout(params, rng)))
+        err, count, fell, depth, contact, reward = (float(x) for x in jax.device_get(rollout(params, rng)))
         return HopperScore(
             falls=int(fell), episodes=num_envs + int(fell), task_error=err / count if count else float("nan"),
-            cycles=int(count), foot_penetration_m=depth / contact if contact else float("nan"),
+            cycles=int(count), foot_penetration_m=depth / contact if contact else float("nan"), mean_reward=reward,
         )
 
     return evaluate
