@@ -235,7 +235,10 @@ class ImitationTask:
         applied = jnp.where(state.late[:, None], state.pending_action, action)
         frame = (state.frame + 1) % self.num_frames
         ref = self.reference_at(frame)
-        sim, failed = guarded_step(self.domain_sim(state.domain).step, self.sim_failed)(state.sim, applied, ref.root_pos)
+        # the sampled model is a constant of the step (never differentiated); the guarded
+        # step's custom VJP may close over constants only
+        domain_sim = self.domain_sim(jax.lax.stop_gradient(state.domain))
+        sim, failed = guarded_step(domain_sim.step, self.sim_failed)(state.sim, applied, ref.root_pos)
         fresh_sim, fresh_frame, zeros, fresh_late, fresh_push = self._fresh_envs(k_reset, k)
         sim = _select(failed, fresh_sim, sim)  # nothing below sees a failed state
         sim, push_countdown = self._push(state, sim, k_push)

@@ -94,3 +94,20 @@ def test_stand_steps_rewards_and_resets():
     assert np.asarray(out.terminated).all() and (np.asarray(out.reward) == 0).all() and (np.asarray(after.t) == 0).all()
     assert all(np.isfinite(np.asarray(v)).all() for v in out.metrics.values())
     assert (np.asarray(out.metrics["tracking_error_m"]) < 0.5).all() and np.isfinite(np.asarray(out.obs)).all()
+
+
+
+def test_a_shac_iteration_differentiates_through_the_step_with_domain_randomization_on(squat_task):
+    """Traced, not compiled (a G1 compile takes minutes): the learner's gradient through a
+    window of steps exists with the sampled model (friction, mass, gains) in the step. With
+    the state clip (as the G1 configs train) the whole carried state is differentiated, and
+    a sampled model closed over by the guarded step's custom VJP failed here (mutation-checked)."""
+    from bcg_train.learn.config import SHACConfig
+    from bcg_train.learn.shac import SHAC
+
+    assert squat_task.cfg.domain.enabled
+    shac = SHAC(squat_task, SHACConfig(num_envs=2, horizon=2, iterations=2, actor_hidden=(8,), critic_hidden=(8,),
+                                       critic_iterations=1, critic_minibatches=1, state_grad_clip=1.0), num_devices=1)
+    state = shac.init(0)
+    _, metrics = jax.eval_shape(shac.iteration, state)
+    assert metrics["actor_grad_norm"].shape == () and metrics["sim_failures"].shape == ()
