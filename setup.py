@@ -34,6 +34,7 @@ CONSOLE_SCRIPTS = [
     "bcg-benchmark = bcg_train.cli.benchmark:main",
     "bcg-claim = bcg_train.cli.claim:main",
     "bcg-bench-gradients = bcg_train.bench.gradient_variance:main",
+    "bcg-bench-train = bcg_train.cli.bench_train:main",
 ]
 
 setup(

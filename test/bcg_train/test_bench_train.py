@@ -1,0 +1,29 @@
+"""bcg-bench-train: ratios from one run, the table, and its argument checks (the timed
+workers themselves are measured by running the benchmark, see the README)."""
+
+import pytest
+
+from bcg_train.cli.bench_train import ROW_KEYS, format_table, main, ratios
+
+
+def _row(n, estimator, s, compile_s=10.0, rss=2.0):
+    return {"task": "squat", "num_envs": n, "estimator": estimator, "compile_s": compile_s, "peak_rss_gb": rss,
+            "s_per_iteration": s, "env_steps_per_s": n * 32 / s, "bundled_fraction": 0.2 if estimator == "bcg" else 0.0,
+            "s_rollout_backward": 0.8 * s, "s_critic_update": 0.2 * s}
+
+
+def test_ratios_pair_bcg_with_plain_at_the_same_batch_size_only():
+    rows = [_row(8, "plain", 2.0), _row(8, "bcg", 5.0, compile_s=30.0, rss=3.0), _row(32, "bcg", 9.0)]
+    (only,) = ratios(rows)  # x32 has no plain row: no ratio
+    assert only == {"task": "squat", "num_envs": 8, "bcg_over_plain_s_per_iteration": 2.5, "bcg_over_plain_compile_s": 3.0,
+                    "bcg_over_plain_peak_rss_gb": 1.5}
+    table = format_table(rows, [only])
+    assert "squat x8: BCG / plain = 2.50x per iteration" in table and len(table.splitlines()) == 2 + 3 + 1
+    assert set(ROW_KEYS) <= set(rows[0])
+
+
+@pytest.mark.parametrize("argv, message", [(["--iterations", "3"], "--iterations must be >= 5"), (["--num-envs", "0"], "--num-envs must be >= 1"),
+    (["--num-envs", "8", "32", "--bundle-slots", "1", "2", "3"], "--bundle-slots takes one value")])
+def test_bad_arguments_are_one_line_errors(argv, message, tmp_path):
+    with pytest.raises(SystemExit, match=message):
+        main(argv + ["--out", str(tmp_path / "t.json")])
