@@ -1,6 +1,7 @@
 """SHAC learner: TD(lambda), one iteration lowers the actor loss, checkpoints, resume, determinism,
-data parallelism over two forced host devices. Runs on the pure-JAX point mass (fast);
-the G1 imitation iteration is in test_shac_g1.py (slow)."""
+data parallelism over two forced host devices, a non-finite actor gradient. Runs on the
+pure-JAX point mass (fast); a G1 iteration is traced in test_imitation_task.py, and SHAC+BCG
+learns on the hopper in test_learning_regression.py."""
 
 import os
 import subprocess
