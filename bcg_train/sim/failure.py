@@ -98,28 +98,32 @@ def _zero_cotangent(tree: Any) -> Any:
 
 
 def guarded_step(
-    step: Callable[[Any, jax.Array], Any], failed: Callable[[Any, Any], jax.Array]
-) -> Callable[[Any, jax.Array, Any], tuple[Any, jax.Array]]:
-    """``run(state, action, aux) -> (next_state, failed)`` with ``next_state = step(state,
-    action)`` and ``failed = failed(next_state, aux)`` ((K,) bool); backward, the
-    cotangents of ``state`` and ``action`` are the step's own except for failed
-    environments, whose are zero. ``aux`` (e.g. the reference root position) is
-    not differentiated."""
+    step: Callable[[Any, jax.Array, Any], Any], failed: Callable[[Any, Any], jax.Array]
+) -> Callable[[Any, jax.Array, Any, Any], tuple[Any, jax.Array]]:
+    """``run(state, action, params, aux) -> (next_state, failed)`` with ``next_state =
+    step(state, action, params)`` and ``failed = failed(next_state, aux)`` ((K,) bool);
+    backward, the cotangents of ``state`` and ``action`` are the step's own except for
+    failed environments, whose are zero.
+
+    ``params`` (e.g. a sampled model) and ``aux`` (e.g. the reference root position) are
+    constants of the step, not differentiated (zero cotangent). Everything traced that
+    the step uses must come in through them: a custom VJP may not close over a traced value
+    (under ``lax.scan`` such a closure leaks out of the body's trace)."""
 
     @jax.custom_vjp
-    def run(state, action, aux):
-        out = step(state, action)
+    def run(state, action, params, aux):
+        out = step(state, action, params)
         return out, failed(out, aux)
 
-    def forward(state, action, aux):
-        out, vjp = jax.vjp(step, state, action)
+    def forward(state, action, params, aux):
+        out, vjp = jax.vjp(lambda s, a: step(s, a, params), state, action)
         bad = failed(out, aux)
-        return (out, bad), (vjp, bad, aux)
+        return (out, bad), (vjp, bad, params, aux)
 
     def backward(residuals, cotangents):
-        vjp, bad, aux = residuals
+        vjp, bad, params, aux = residuals
         g_state, g_action = vjp(cotangents[0])
-        return cut_failed(g_state, bad), cut_failed(g_action, bad), _zero_cotangent(aux)
+        return cut_failed(g_state, bad), cut_failed(g_action, bad), _zero_cotangent(params), _zero_cotangent(aux)
 
     run.defvjp(forward, backward)
     return run

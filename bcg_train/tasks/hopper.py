@@ -164,7 +164,7 @@ class HopperTask:
         self.drive = hopper_drive()
         self.sim = MjxSim(self.mj_model, self.drive, SimConfig(control_dt=cfg.control_dt), initial_qpos=standing_qpos())
         self.bsim = BundledSim(self.sim, cfg.bcg)
-        self.guarded_step = guarded_step(self.bsim.step, self._failed)
+        self.guarded_step = guarded_step(lambda sim, action, _params: self.bsim.step(sim, action), self._failed)
         self.period_steps = int(round(cfg.hop_period_s / cfg.control_dt))
         self.episode_steps = int(round(cfg.episode_length_s / cfg.control_dt))
         # MJX's candidate contacts are static: find the foot-floor ones once
@@ -219,7 +219,7 @@ class HopperTask:
         cfg = self.cfg
         k = action.shape[0]
         rng, k_reset = jax.random.split(state.rng)
-        stepped_sim, failed = self.guarded_step(state.sim, action, None)
+        stepped_sim, failed = self.guarded_step(state.sim, action, None, None)
         fresh = self._fresh(k_reset, k)
         sim = _select(failed, fresh, stepped_sim)  # nothing below sees a failed state
         d = sim.sim.data

@@ -131,6 +131,7 @@ class ImitationTask:
         self.base_friction = jnp.asarray(self.mj_model.geom_friction, jnp.float32)
         self.base_mass = jnp.asarray(self.mj_model.body_mass, jnp.float32)
         self.joint_speed_limit = jnp.asarray(robot.velocity, jnp.float32)
+        self._guarded_step = guarded_step(lambda sim, action, domain: self.domain_sim(domain).step(sim, action), self.sim_failed)
 
     # -- state views ------------------------------------------------------------------
     def tracked(self, state: ImitationState) -> TrackedState:
@@ -235,10 +236,9 @@ class ImitationTask:
         applied = jnp.where(state.late[:, None], state.pending_action, action)
         frame = (state.frame + 1) % self.num_frames
         ref = self.reference_at(frame)
-        # the sampled model is a constant of the step (never differentiated); the guarded
-        # step's custom VJP may close over constants only
-        domain_sim = self.domain_sim(jax.lax.stop_gradient(state.domain))
-        sim, failed = guarded_step(domain_sim.step, self.sim_failed)(state.sim, applied, ref.root_pos)
+        # the sampled model is a parameter of the guarded step (never differentiated): its
+        # custom VJP may not close over traced values
+        sim, failed = self._guarded_step(state.sim, applied, jax.lax.stop_gradient(state.domain), ref.root_pos)
         fresh_sim, fresh_frame, zeros, fresh_late, fresh_push = self._fresh_envs(k_reset, k)
         sim = _select(failed, fresh_sim, sim)  # nothing below sees a failed state
         sim, push_countdown = self._push(state, sim, k_push)

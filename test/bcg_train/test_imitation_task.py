@@ -101,7 +101,8 @@ def test_a_shac_iteration_differentiates_through_the_step_with_domain_randomizat
     """Traced, not compiled (a G1 compile takes minutes): the learner's gradient through a
     window of steps exists with the sampled model (friction, mass, gains) in the step. With
     the state clip (as the G1 configs train) the whole carried state is differentiated, and
-    a sampled model closed over by the guarded step's custom VJP failed here (mutation-checked)."""
+    a sampled model closed over by the guarded step's custom VJP failed here (mutation-checked).
+    The sampled model is now an explicit parameter of the guarded step."""
     from bcg_train.learn.config import SHACConfig
     from bcg_train.learn.shac import SHAC
 

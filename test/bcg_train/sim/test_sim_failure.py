@@ -46,7 +46,7 @@ def test_cut_failed_zeroes_the_rows_of_failed_environments_only():
     assert np.isnan(out["x"][1]).all() and (out["n"] == tree["n"]).all() and float(out["scalar"]) == 1.0
 
 
-def _blowup_step(state, action):
+def _blowup_step(state, action, _params=None):
     """x <- x * exp(action); env 1's action is large enough to overflow float32 to inf."""
     return {"x": state["x"] * jnp.exp(action), "steps": state["steps"] + 1}
 
@@ -60,7 +60,7 @@ def test_guarded_step_cuts_a_failed_environments_gradient_without_nan():
     action = jnp.array([[0.1], [200.0], [-0.2]])  # exp(200) overflows: env 1 blows up
 
     def loss(step_fn, action):
-        out, failed = step_fn(state, action, None)
+        out, failed = step_fn(state, action, None, None)
         reward = jnp.where(failed, 0.0, out["x"][:, 0])  # what a task does: no reward from a failed state
         return jnp.sum(reward), failed
 
@@ -70,7 +70,7 @@ def test_guarded_step_cuts_a_failed_environments_gradient_without_nan():
     np.testing.assert_allclose(grad[:, 0], [np.exp(0.1), 0.0, np.exp(-0.2)], rtol=1e-6)  # exact zero, no NaN
     assert np.isfinite(float(value))
     # unguarded, the where alone leaks NaN into the failed environment's gradient (0 * inf)
-    unguarded = lambda s, a, aux: (_blowup_step(s, a), _failed(_blowup_step(s, a), aux))  # noqa: E731
+    unguarded = lambda s, a, p, aux: (_blowup_step(s, a), _failed(_blowup_step(s, a), aux))  # noqa: E731
     (_, _), leaked = jax.value_and_grad(lambda a: loss(unguarded, a), has_aux=True)(action)
     assert np.isnan(leaked[1, 0])
 
