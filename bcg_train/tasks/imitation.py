@@ -250,7 +250,7 @@ class ImitationTask:
         terms = reward_terms(self.cfg.rewards, robot, ref, action, state.last_action, xp=jnp)
         terms = {name: jnp.where(failed, 0.0, value) for name, value in terms.items()}
         reward = sum(terms.values())
-        done_term = (terminated(self.cfg.termination, robot, ref, xp=jnp) & ~failed) | failed
+        done_term = terminated(self.cfg.termination, robot, ref, xp=jnp) | failed
         done_trunc = (t >= self.episode_steps) & ~done_term
         terminal_obs = self.observe(stepped)
 

@@ -1,6 +1,9 @@
 """bcg-bench-train: ratios from one run, the table, and its argument checks (the timed
 workers themselves are measured by running the benchmark, see the README)."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from bcg_train.cli.bench_train import ROW_KEYS, format_table, main, ratios
@@ -19,7 +22,13 @@ def test_ratios_pair_bcg_with_plain_at_the_same_batch_size_only():
                     "bcg_over_plain_peak_rss_gb": 1.5}
     table = format_table(rows, [only])
     assert "squat x8: BCG / plain = 2.50x per iteration" in table and len(table.splitlines()) == 2 + 3 + 1
-    assert set(ROW_KEYS) <= set(rows[0])
+
+
+def test_the_committed_throughput_run_has_the_promised_shape_and_its_own_ratios():
+    data = json.loads((Path(__file__).resolve().parents[2] / "docs/results/train-throughput/throughput.json").read_text())
+    assert {(r["num_envs"], r["estimator"]) for r in data["rows"]} == {(8, "plain"), (8, "bcg"), (32, "plain"), (32, "bcg")}
+    assert all(set(ROW_KEYS) <= set(r) and r["task"] == "squat" for r in data["rows"])
+    assert data["ratios"] == ratios(data["rows"]) and not data["failed"]
 
 
 @pytest.mark.parametrize("argv, message", [(["--iterations", "3"], "--iterations must be >= 5"), (["--num-envs", "0"], "--num-envs must be >= 1"),
