@@ -19,21 +19,23 @@ def data_tree(folder: str) -> list[tuple[str, list[str]]]:
     return sorted(entries.items())
 
 
+# Every target is a ``<package>/cli/`` module, except the ROS node executables (sim_bridge,
+# policy_node, sentinel), whose ``main`` stays in their node module.
 CONSOLE_SCRIPTS = [
-    "bcg-robot-info = bcg_robot.cli:main",
+    "bcg-robot-info = bcg_robot.cli.robot_info:main",
     "sim_bridge = bcg_sim_bridge.bridge_node:main",
-    "bcg-sim2sim = bcg_sim_bridge.sim2sim.cli:main",
-    "bcg-bench-bridge = bcg_sim_bridge.bench:main",
+    "bcg-sim2sim = bcg_sim_bridge.cli.sim2sim:main",
+    "bcg-bench-bridge = bcg_sim_bridge.cli.bench_bridge:main",
     "policy_node = bcg_policy_node.node.policy_node:main",
     "sentinel = bcg_policy_node.sentinel.sentinel_node:main",
-    "bcg-bench-node = bcg_policy_node.bench.bench_node:main",
-    "bcg-make-motions = bcg_train.motion.synthesize:main",
+    "bcg-bench-node = bcg_sim_bridge.cli.bench_node:main",
+    "bcg-make-motions = bcg_train.cli.make_motions:main",
     "bcg-train = bcg_train.cli.train:main",
     "bcg-export = bcg_train.cli.export:main",
     "bcg-eval = bcg_train.cli.evaluate:main",
     "bcg-benchmark = bcg_train.cli.benchmark:main",
     "bcg-claim = bcg_train.cli.claim:main",
-    "bcg-bench-gradients = bcg_train.bench.gradient_variance:main",
+    "bcg-bench-gradients = bcg_train.cli.bench_gradients:main",
     "bcg-bench-train = bcg_train.cli.bench_train:main",
 ]
 

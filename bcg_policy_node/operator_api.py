@@ -4,6 +4,10 @@ file, the sentinel or the sim-to-sim driver needs. Import it; never spell names 
 Topic and service names are relative, so they resolve under the namespace of whoever
 uses them (put node and driver in the same namespace).
 
+The policy node's topics and services below exist from its lifecycle configure to its
+cleanup (none while unconfigured); heartbeat, timing and joint states (and on ``ros2``
+the motor commands) carry messages only while it is active.
+
 Commands (``std_srvs/Trigger``; ``success`` false and a ``message`` saying why when refused)
     ``RUN_SERVICE``    HOLD -> RUN. The only way into RUN (besides the remote's START on
                        hardware). Refused in any other state.

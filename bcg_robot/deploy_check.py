@@ -1,7 +1,8 @@
-"""Import every deployment module with JAX and torch blocked: ``python -m bcg_robot.deploy_check``.
+"""Import every deployment module with JAX, torch and the trainer blocked: ``python -m bcg_robot.deploy_check``.
 
 The robot PC installs only ``requirements/deploy.txt``; this proves the policy node,
-sentinel, sim bridge and robot package never reach for the trainer's dependencies.
+sentinel, sim bridge and robot package never reach for the trainer's dependencies (nor
+for the trainer itself: ``bcg_train`` is blocked too).
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ import pkgutil
 import sys
 
 DEPLOY_PACKAGES = ("bcg_robot", "bcg_policy_node", "bcg_sim_bridge")
-# Trainer modules the deployment side uses (making a default-pose policy needs only onnx).
-DEPLOY_MODULES = ("bcg_train.export.onnx_graph",)
-TRAINING_ONLY = ("jax", "jaxlib", "torch", "optax", "flax")
+TRAINING_ONLY = ("jax", "jaxlib", "torch", "optax", "flax", "bcg_train")
 
 
 class _BlockTrainingImports:
@@ -32,9 +31,6 @@ def import_deployment_modules(packages: tuple[str, ...] = DEPLOY_PACKAGES) -> li
         for info in pkgutil.walk_packages(package.__path__, name + "."):
             importlib.import_module(info.name)
             imported.append(info.name)
-    for name in DEPLOY_MODULES if packages == DEPLOY_PACKAGES else ():
-        importlib.import_module(name)
-        imported.append(name)
     return imported
 
 

@@ -38,6 +38,7 @@ import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
+from bcg_robot.metrics import FootFloorGeoms
 
 Variant = Literal["train", "bridge"]
 ContactName = Literal["soft", "default", "stiff"]
@@ -59,7 +60,7 @@ CONTACT_PRESETS: dict[str, ContactPreset] = {
 
 TRAIN_DT_RANGE = (1 / 250, 1 / 200)
 # Newton iterations of the train variant. One lets the G1 in MJX go NaN (float32) under
-# 0.05 rad action noise; 2-20 keep it finite (measured in issue #3). 3 leaves a margin.
+# 0.05 rad action noise; 2-20 keep it finite (measured on the standing G1). 3 leaves a margin.
 TRAIN_SOLVER_ITERATIONS = 3
 BRIDGE_DT_RANGE = (1 / 1000, 1 / 500)
 
@@ -258,3 +259,10 @@ def joint_qpos_indices(model: mujoco.MjModel, cfg: RobotConfig) -> np.ndarray:
 def joint_dof_indices(model: mujoco.MjModel, cfg: RobotConfig) -> np.ndarray:
     """qvel/dof addresses of the configured joints, in motor order."""
     return np.array([model.jnt_dofadr[model.joint(n).id] for n in cfg.mjcf_joint_names])
+
+
+def foot_floor_geoms(model: mujoco.MjModel, cfg: RobotConfig) -> FootFloorGeoms:
+    """The floor and the colliders of the configured foot bodies (for foot penetration)."""
+    feet = {model.body(f).id for f in cfg.feet}
+    foot_geoms = np.array([g for g in range(model.ngeom) if model.geom_bodyid[g] in feet], dtype=np.int64)
+    return FootFloorGeoms(floor=model.geom(FLOOR_NAME).id, feet=foot_geoms)

@@ -38,6 +38,22 @@ def raw_input_sizes(num_joints: int) -> dict[str, int]:
 RAW_INPUT_NAMES = tuple(raw_input_sizes(0))
 
 
+def raw_inputs(imu_quat: Any, imu_gyro: Any, joint_pos: Any, joint_vel: Any, last_action: Any, phase: Any) -> dict[str, Any]:
+    """The raw policy inputs keyed by their names (see the module docstring).
+
+    The arrays pass through unchanged (numpy or ``jax.numpy``, with or without a batch
+    dimension); :meth:`bcg_robot.onnx_policy.OnnxPolicy.run` casts them for onnxruntime.
+    """
+    return {
+        "imu_quat": imu_quat,
+        "imu_gyro": imu_gyro,
+        "joint_pos": joint_pos,
+        "joint_vel": joint_vel,
+        "last_action": last_action,
+        "phase": phase,
+    }
+
+
 def projected_gravity(quat_wxyz: Any, xp: Any = np) -> Any:
     """Gravity direction (0, 0, -1) in the body frame: R(q)^T g."""
     w, x, y, z = (quat_wxyz[..., i] for i in range(4))

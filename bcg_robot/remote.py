@@ -1,7 +1,9 @@
 """The Unitree wireless remote as packed into ``LowState_.wireless_remote[40]``.
 
 Bytes 2..3: little-endian uint16 button mask; sticks are little-endian float32 at
-lx [4:8], rx [8:12], ry [12:16], ly [20:24]. Bit order from ``shared/reference/g1.md``.
+lx [4:8], rx [8:12], ry [12:16], ly [20:24]. Bit order of the mask: :data:`BUTTON_BITS`
+(R1 bit 0, L1 1, start 2, select 3, R2 4, L2 5, F1 6, F2 7, A 8, B 9, X 10, Y 11, up 12,
+right 13, down 14, left 15).
 """
 
 from __future__ import annotations

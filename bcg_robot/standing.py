@@ -8,6 +8,7 @@ import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
+from bcg_robot.metrics import is_fallen
 from bcg_robot.model import joint_dof_indices, joint_qpos_indices
 from bcg_robot.pd import pd_torque
 
@@ -22,7 +23,8 @@ class StandResult:
 
     @property
     def fell(self) -> bool:
-        return not self.finite or self.min_root_height < 0.5
+        """A fall as :mod:`bcg_robot.metrics` defines it, at the lowest root height reached."""
+        return bool(is_fallen(self.min_root_height, self.finite))
 
 
 def stand_at_default_pose(model: mujoco.MjModel, cfg: RobotConfig, duration_s: float = 2.0) -> StandResult:

@@ -13,14 +13,24 @@ Two transports carry the same content:
                 order). The drive applies ``tau + kp (q - q_meas) + kd (dq - dq_meas)``.
 
 ``unitree_sdk`` (robot, and the bridge's emulation): ``rt/lowstate`` / ``rt/lowcmd`` with
-the ``unitree_hg`` IDL; see ``shared/reference/g1.md``.
+the ``unitree_hg`` IDL, packed and unpacked by :mod:`bcg_robot.unitree_hg`.
+
+:data:`TRANSPORTS` names them; the same name selects a transport everywhere: the policy
+node's and sentinel's ``kind`` parameter, the sim bridge's ``interface`` and the
+command-line flags of ``bcg-sim2sim`` and the benchmarks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import numpy as np
+
+TRANSPORT_ROS2 = "ros2"
+TRANSPORT_UNITREE_SDK = "unitree_sdk"
+Transport = Literal["ros2", "unitree_sdk"]
+TRANSPORTS: tuple[str, ...] = (TRANSPORT_ROS2, TRANSPORT_UNITREE_SDK)
 
 STATE_JOINTS_TOPIC = "lowstate/joint_states"
 STATE_IMU_TOPIC = "lowstate/imu"

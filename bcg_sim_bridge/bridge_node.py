@@ -5,11 +5,16 @@ fast as possible with simulated time on ``/clock``); an executor thread serves t
 command subscription (``ros2``) and the simulator-control topics. Parameters: ``config``
 (YAML, see ``config/sim_bridge.yaml``) and every scalar key of that file, which
 overrides it. On exit it writes the run's trajectory log if ``log_path`` is set.
+
+Tests and benchmarks use the same process as their robot: state faults on ``sim/inject``
+(:mod:`bcg_sim_bridge.state_faults`), counters on ``sim/status``, and with
+``echo_commands`` every command the drives got on ``sim/received``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import signal
 import threading
 import time
@@ -22,17 +27,20 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
-from std_msgs.msg import Bool, Float64, Float64MultiArray, UInt16
+from std_msgs.msg import Bool, Float64, Float64MultiArray, String, UInt16
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.errors import BCGInputError
+from bcg_robot.wire import TRANSPORT_ROS2, LowCommand
 from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, BridgeConfig
 from bcg_sim_bridge.pacing import RealtimePacer
 from bcg_sim_bridge.physics import BridgePhysics
 from bcg_sim_bridge.recorder import TrajectoryRecorder
+from bcg_sim_bridge.state_faults import StateFaultInjector
 from bcg_sim_bridge.topics import (
-    SIM_BAND_TOPIC, SIM_CORRUPT_CRC_TOPIC, SIM_DROPOUT_TOPIC, SIM_PUSH_TOPIC, SIM_REMOTE_TOPIC,
+    SIM_BAND_TOPIC, SIM_CORRUPT_CRC_TOPIC, SIM_DROPOUT_TOPIC, SIM_INJECT_TOPIC, SIM_PUSH_TOPIC, SIM_RECEIVED_TOPIC,
+    SIM_REMOTE_TOPIC, SIM_STATUS_TOPIC,
 )
 
 SCALAR_PARAMETERS = tuple(
@@ -55,16 +63,20 @@ class SimBridgeNode(Node):
         self._faults_lock = threading.Lock()
         self._dropout_until = -1.0
         self._corrupt_until = -1.0
+        self.injector = StateFaultInjector(self.robot, self.cfg.interface)
+        self._echo_pub = self.create_publisher(Float64MultiArray, SIM_RECEIVED_TOPIC, 100) if self.cfg.echo_commands else None
+        self._status_pub = self.create_publisher(String, SIM_STATUS_TOPIC, 10)
+        on_command = self._on_command if self.cfg.echo_commands else self.physics.set_command
         group = MutuallyExclusiveCallbackGroup()
-        if self.cfg.interface == "ros2":
+        if self.cfg.interface == TRANSPORT_ROS2:
             from bcg_sim_bridge.ros2_interface import Ros2Interface
 
-            self.interface = Ros2Interface(self, self.robot.joint_names, self.physics.set_command, group)
+            self.interface = Ros2Interface(self, self.robot.joint_names, on_command, group)
         else:
-            from bcg_sim_bridge.unitree_interface import UnitreeDdsInterface
+            from bcg_sim_bridge.unitree_interface import UnitreeSdkBridgeInterface
 
-            self.interface = UnitreeDdsInterface(
-                self.cfg.domain_id, self.cfg.network_interface, self.robot.num_joints, self.physics.set_command
+            self.interface = UnitreeSdkBridgeInterface(
+                self.cfg.domain_id, self.cfg.network_interface, self.robot.num_joints, on_command, self.cfg.mode_machine
             )
         self._clock_pub = self.create_publisher(Clock, "/clock", 10) if self.cfg.publish_clock else None
         self.create_subscription(Bool, SIM_BAND_TOPIC, lambda m: self.physics.set_band(m.data), 10, callback_group=group)
@@ -73,6 +85,8 @@ class SimBridgeNode(Node):
         self.create_subscription(Float64, SIM_CORRUPT_CRC_TOPIC, self._on_corrupt, 10, callback_group=group)
         self.create_subscription(UInt16, SIM_REMOTE_TOPIC, lambda m: self.interface.set_remote_buttons(m.data), 10,
                                  callback_group=group)
+        self.create_subscription(String, SIM_INJECT_TOPIC, self._on_inject, 10, callback_group=group)
+        self.create_timer(0.2, self._publish_status, callback_group=group)
         self.recorder = TrajectoryRecorder() if self.cfg.log_path else None
         self.diverged = False
         self.step_compute_s: list[float] = []
@@ -107,6 +121,27 @@ class SimBridgeNode(Node):
             self._corrupt_until = self.physics.sim_time + msg.data
         self._event(f"corrupted lowstate CRC for {msg.data * 1e3:.0f} ms")
 
+    def _on_command(self, cmd: LowCommand) -> None:
+        """The drives get ``cmd``; its echo says when (``echo_commands``)."""
+        t = time.monotonic()
+        self.physics.set_command(cmd)
+        self._echo_pub.publish(Float64MultiArray(data=[t, *cmd.as_matrix().reshape(-1).tolist()]))
+
+    def _on_inject(self, msg: String) -> None:
+        error = self.injector.request(msg.data)
+        if error:
+            self.get_logger().error(error)
+            return
+        buttons = self.injector.remote_buttons(msg.data)
+        if buttons is not None:
+            self.interface.set_remote_buttons(buttons)
+        self._event(f"inject: {msg.data}")
+
+    def _publish_status(self) -> None:
+        status = {**self.interface.counters.snapshot(), **self.injector.status(), "tick": self.physics.tick,
+                  "band_engaged": self.physics.band_engaged}
+        self._status_pub.publish(String(data=json.dumps(status)))
+
     # ------------------------------------------------------------------- loop
     def run(self) -> None:
         cfg, physics = self.cfg, self.physics
@@ -123,8 +158,10 @@ class SimBridgeNode(Node):
                 with self._faults_lock:
                     dropped = physics.sim_time < self._dropout_until
                     corrupt = physics.sim_time < self._corrupt_until
-                if not dropped:
-                    self.interface.publish_state(physics.snapshot(), corrupt_crc=corrupt)
+                state, injected_corrupt = self.injector.apply(physics.snapshot(), time.monotonic())
+                if state is not None and not dropped:
+                    self.interface.publish_state(state, corrupt_crc=corrupt or injected_corrupt)
+                    self.injector.published(state, time.monotonic())
             if self._clock_pub is not None:
                 clock.clock = Time(nanoseconds=int(physics.sim_time * 1e9)).to_msg()
                 self._clock_pub.publish(clock)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal
 
 from bcg_robot.model import BRIDGE_DT_RANGE
 from bcg_robot.paths import share_file
+from bcg_robot.wire import TRANSPORTS, UNITREE_MODE_MACHINE_29DOF, Transport
 from bcg_robot.yaml_dataclass import load_dataclass
 
 DEFAULT_BRIDGE_CONFIG = share_file("config/sim_bridge.yaml")
-Interface = Literal["ros2", "unitree_dds"]
-INTERFACES: tuple[str, ...] = ("ros2", "unitree_dds")
+INTERFACES: tuple[str, ...] = TRANSPORTS  # the bridge's ``interface``: the transport it speaks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +30,7 @@ class ElasticBandConfig:
 @dataclasses.dataclass(frozen=True)
 class BridgeConfig:
     robot_config: str = "config/g1_29dof.yaml"  # relative paths resolve against the package share dir
-    interface: Interface = "ros2"
+    interface: Transport = "ros2"
     physics_dt: float = 0.002  # s, 500 Hz .. 1 kHz
     state_rate_hz: float = 250.0  # state messages per second (robot: 500)
     realtime_factor: float = 1.0  # 1: wall-clock pacing; 0: as fast as possible (use /clock)
@@ -39,11 +38,14 @@ class BridgeConfig:
     command_timeout_s: float = 0.0  # > 0: damping when no command for this long (unattended runs); 0: off, like the G1
     timeout_damping_kd: float = 2.0  # kd of the bridge's own timeout damping, N m s/rad
     joint_damping: float = 0.5  # passive damping of a back-driven geared drive, N m s/rad (the MJCF has none)
-    domain_id: int = 1  # unitree_dds: DDS domain (1 and 'lo' is the simulator convention)
+    domain_id: int = 1  # unitree_sdk: DDS domain (1 and 'lo' is the simulator convention)
     network_interface: str = "lo"
     log_path: str = ""  # write the run's trajectory (npz) here at exit; empty: no log
     log_rate_hz: float = 100.0
     duration_s: float = 0.0  # stop after this much simulated time; 0: run until shut down
+    frozen_pose: bool = False  # the robot stays at its default pose (time runs, no physics): a stand-in for node tests
+    echo_commands: bool = False  # publish every command the drives got on sim/received (tests, benchmarks)
+    mode_machine: int = UNITREE_MODE_MACHINE_29DOF  # unitree_sdk: reported in LowState, required in every LowCmd
     elastic_band: ElasticBandConfig = dataclasses.field(default_factory=ElasticBandConfig)
 
     def validate(self) -> None:

@@ -19,6 +19,7 @@ class InterfaceCounters:
     accepted: int = 0
     bad_crc: int = 0
     bad_mode_machine: int = 0
+    disabled_motor_cmds: int = 0  # accepted commands that disabled one of the robot's motors (zero torque there)
     malformed: int = 0
     states_sent: int = 0
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)

@@ -4,7 +4,8 @@
 the latest :class:`~bcg_robot.wire.LowCommand`, like the G1's motor drivers. When
 commands stop, the last one keeps being applied (that is why the policy node needs a
 sentinel); an optional bridge-side timeout switches to damping for unattended runs.
-Before the first command the drives output zero torque.
+Before the first command the drives output zero torque. With ``frozen_pose`` the robot
+stays at its default pose: time and the drives' torques run, the body does not move.
 
 Commands, pushes and band requests may arrive from other threads (DDS callbacks); they
 go through one lock. Stepping and snapshots belong to the thread that owns the loop.
@@ -20,7 +21,7 @@ import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
-from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
+from bcg_robot.model import build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices
 from bcg_robot.pd import pd_torque
 from bcg_robot.wire import LowCommand
 from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig
@@ -54,6 +55,8 @@ class BridgeState:
     foot_penetration: float  # deepest foot-floor penetration, m (>= 0)
     drive_mode: DriveMode
     band_engaged: bool
+    motor_fault: np.ndarray | None = None  # per motor fault code (None: no faults)
+    motor_temperature: np.ndarray | None = None  # per motor, deg C (None: the transport's default)
 
 
 @dataclasses.dataclass
@@ -74,8 +77,7 @@ class BridgePhysics:
         self.model.dof_damping[self._di] = cfg.joint_damping
         self._effort = robot.effort
         self._root_body = self.model.body(robot.root_body).id
-        self._foot_bodies = {self.model.body(f).id for f in robot.feet}
-        self._floor = self.model.geom("floor").id
+        self._foot_floor = foot_floor_geoms(self.model, robot)
         self._sensor = {name: self._sensor_slice(name) for name in ("imu_quat", "imu_gyro", "imu_acc")}
         self._rotvec = np.zeros(3)
         self._lock = threading.Lock()
@@ -180,8 +182,11 @@ class BridgePhysics:
                 self.tau[:] = pd_torque(cmd.q, q, cmd.dq, dq, cmd.kp, cmd.kd, cmd.tau, self._effort)
             self.drive_mode = mode
             self.data.ctrl[:] = self.tau
-            self._external_forces()
-            mujoco.mj_step(self.model, self.data)
+            if self.cfg.frozen_pose:
+                self.data.time += self.dt
+            else:
+                self._external_forces()
+                mujoco.mj_step(self.model, self.data)
             self.steps += 1
 
     # ----------------------------------------------------------- outputs
@@ -194,16 +199,8 @@ class BridgePhysics:
         return int(round(self.data.time * TICK_PER_SECOND))
 
     def foot_penetration(self) -> float:
-        deepest = 0.0
-        for i in range(self.data.ncon):
-            con = self.data.contact[i]
-            geoms = (con.geom1, con.geom2)
-            if self._floor not in geoms:
-                continue
-            other = geoms[1] if geoms[0] == self._floor else geoms[0]
-            if self.model.geom_bodyid[other] in self._foot_bodies:
-                deepest = max(deepest, -float(con.dist))
-        return deepest
+        """Deepest foot-floor penetration now, m (see bcg_robot.metrics)."""
+        return self._foot_floor.deepest_penetration_of(self.data.contact)
 
     def is_finite(self) -> bool:
         """False once the state is NaN or MuJoCo reported an unstable step (it then resets the data itself)."""

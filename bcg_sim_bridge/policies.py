@@ -2,7 +2,7 @@
 
 The default-pose policy (action always 0: hold the default pose) and a NaN policy (the
 same contract, output NaN; fault injection) are exported with
-:mod:`bcg_train.export.onnx_graph`, which needs only numpy and onnx.
+:mod:`bcg_robot.onnx_graph`, which needs only numpy and onnx.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
+from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, default_pose_weights, save_policy_onnx
 from bcg_robot.paths import share_file
-from bcg_train.export.onnx_graph import DenseLayer, PolicyWeights, default_pose_weights, save_policy_onnx
 
 SHIPPED_POLICY_NAMES = ("g1_policy.onnx", "policy.onnx")
 

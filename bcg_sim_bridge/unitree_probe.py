@@ -1,9 +1,9 @@
 """``python -m bcg_sim_bridge.unitree_probe``: a second commander for tests and fault injection.
 
-``--transport unitree_dds`` (default): a tiny ``unitree_sdk2py`` client of
+``--transport unitree_sdk`` (default): a tiny ``unitree_sdk2py`` client of
 ``rt/lowstate``/``rt/lowcmd``. It reads LowState_ (checks its CRC and ``mode_machine``),
 then sends ``--good`` sealed default-pose commands and ``--bad`` commands with a
-corrupted CRC. ``--transport ros2``: an rclpy node (``bcg_probe``) that publishes
+corrupted CRC, packed by :mod:`bcg_robot.unitree_hg`. ``--transport ros2``: an rclpy node (``bcg_probe``) that publishes
 ``--good`` default-pose commands on the bridge's ``lowcmd`` topic. Neither stamps its
 commands: to the policy node and the sentinel it is a foreign writer.
 
@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
-from bcg_robot.wire import UNITREE_COMMAND_TOPIC, UNITREE_STATE_TOPIC, LowCommand
+from bcg_robot.wire import (TRANSPORT_ROS2, TRANSPORT_UNITREE_SDK, TRANSPORTS, UNITREE_COMMAND_TOPIC,
+                            UNITREE_STATE_TOPIC, LowCommand)
 
 
 class _StateWatch:
@@ -37,9 +38,9 @@ class _StateWatch:
         self.first = threading.Event()
 
     def __call__(self, msg) -> None:
-        from bcg_sim_bridge.unitree_codec import low_state_crc_ok
+        from bcg_robot.unitree_hg import crc_ok
 
-        ok = low_state_crc_ok(msg)
+        ok = crc_ok(msg)
         with self.lock:
             self.count += 1
             self.bad_crc += not ok
@@ -63,7 +64,7 @@ def _run_unitree(args, robot) -> dict:
     from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher, ChannelSubscriber
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-    from bcg_sim_bridge.unitree_codec import command_to_low_cmd
+    from bcg_robot.unitree_hg import pack_low_cmd
 
     ChannelFactoryInitialize(args.domain, args.interface)
     watch = _StateWatch()
@@ -76,8 +77,8 @@ def _run_unitree(args, robot) -> dict:
         return {"error": "no rt/lowstate received"}
     with watch.lock:
         mode_machine = watch.mode_machine  # copied from the state, as a real client does
-    good = command_to_low_cmd(LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array), mode_machine)
-    bad = command_to_low_cmd(LowCommand.position(robot.default_q + 0.5, robot.kp_array, robot.kd_array), mode_machine)
+    good = pack_low_cmd(LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array), mode_machine)
+    bad = pack_low_cmd(LowCommand.position(robot.default_q + 0.5, robot.kp_array, robot.kd_array), mode_machine)
     bad.crc ^= 0x5A5A5A5A
     first = _paced([good] * args.good + [bad] * args.bad, args.rate, pub.Write)
     time.sleep(0.2)  # let the last samples leave before the participant goes
@@ -132,11 +133,11 @@ def read_result(path: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="unitree_probe", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--transport", choices=("unitree_dds", "ros2"), default="unitree_dds")
-    parser.add_argument("--domain", type=int, default=1, help="unitree_dds DDS domain (ros2: ROS_DOMAIN_ID)")
+    parser.add_argument("--transport", choices=TRANSPORTS, default=TRANSPORT_UNITREE_SDK)
+    parser.add_argument("--domain", type=int, default=1, help="unitree_sdk DDS domain (ros2: ROS_DOMAIN_ID)")
     parser.add_argument("--interface", default="lo")
     parser.add_argument("--good", type=int, default=0, help="sealed default-pose commands to send")
-    parser.add_argument("--bad", type=int, default=0, help="commands with a corrupted CRC to send (unitree_dds)")
+    parser.add_argument("--bad", type=int, default=0, help="commands with a corrupted CRC to send (unitree_sdk)")
     parser.add_argument("--rate", type=float, default=100.0, help="commands per second")
     parser.add_argument("--wait", type=float, default=20.0, help="seconds to wait for the first state / a subscriber")
     parser.add_argument("--subscribers", type=int, default=1,
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result", default="", help="write the JSON report to this file")
     args = parser.parse_args(argv)
     robot = load_robot_config(DEFAULT_ROBOT_CONFIG)
-    report = (_run_ros2 if args.transport == "ros2" else _run_unitree)(args, robot)
+    report = (_run_ros2 if args.transport == TRANSPORT_ROS2 else _run_unitree)(args, robot)
     if args.result:
         write_result(Path(args.result), report)
     print(json.dumps(report), flush=True)

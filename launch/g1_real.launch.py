@@ -2,7 +2,8 @@
 
 Arguments: ``network_interface`` (required: the NIC on the robot's 192.168.123.x subnet),
 ``policy``, ``robot_config``, ``domain_id`` (0 on the robot). The node list comes from
-:mod:`bcg_sim_bridge.node_list`, shared with ``sim2sim.launch.py`` and ``bcg-sim2sim``.
+:mod:`bcg_policy_node.bringup`, whose node and sentinel ``sim2sim.launch.py`` and
+``bcg-sim2sim`` start too; it needs neither the sim bridge nor MuJoCo.
 
 Nothing moves at launch: the policy node starts unconfigured. With the robot in its
 gantry, the operator configures and activates it (``ros2 lifecycle set /policy_node
@@ -16,7 +17,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
-from bcg_sim_bridge.node_list import G1_REAL_LAUNCH_ARGUMENTS, g1_real_nodes_from_launch
+from bcg_policy_node.bringup import G1_REAL_LAUNCH_ARGUMENTS, g1_real_nodes_from_launch
 
 
 def _launch_setup(context):

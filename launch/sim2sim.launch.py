@@ -1,8 +1,9 @@
 """Sim-to-sim: MuJoCo sim bridge + policy node + sentinel (``ros2 launch bcg_policy_node sim2sim.launch.py``).
 
-Arguments: ``interface:=ros2|unitree_dds``, ``policy``, ``robot_config``, ``bridge_config``,
-``sdk_domain``. The node list comes from :mod:`bcg_sim_bridge.node_list`, the same
-description ``bcg-sim2sim`` starts without launch_ros. The policy node is a lifecycle
+Arguments: ``interface:=ros2|unitree_sdk``, ``policy``, ``robot_config``, ``bridge_config``,
+``sdk_domain``. The node list comes from :mod:`bcg_sim_bridge.node_list` (the bridge, plus the
+policy node and sentinel of :mod:`bcg_policy_node.bringup`), the same description
+``bcg-sim2sim`` starts without launch_ros. The policy node is a lifecycle
 node; this file configures and activates it (it then ramps to the default pose and
 holds; RUN needs the operator: ``ros2 service call /policy_node/run std_srvs/srv/Trigger``).
 """

@@ -6,6 +6,9 @@ import dataclasses
 import math
 from pathlib import Path
 
+import numpy as np
+
+from bcg_robot.config import RobotConfig
 from bcg_robot.errors import ConfigError
 from bcg_robot.paths import share_file
 from bcg_robot.yaml_dataclass import load_dataclass
@@ -24,7 +27,7 @@ class SafetyConfig:
     max_motor_temperature: float = 90.0  # deg C (unitree_sdk: max of the two winding sensors)
     trip_on_motor_fault: bool = True  # unitree_sdk: any non-zero motorstate code trips
     ramp_duration: float = 2.0  # s from the measured pose to the default pose
-    damping_kd_scale: float = 1.0  # DAMP uses kd = scale * policy kd (kp = 0)
+    damping_kd_scale: float = 1.0  # DAMP uses kd = scale * robot config kd (kp = 0): see damping_kd
     foreign_commander_window_s: float = 0.5  # a second writer of motor commands stays a fault this long after its last
     state_wait_periods: float = 1.25  # a tick waits up to this many state periods for the next state sample (0: none)
     state_period_s: float = 0.002  # the robot's state period (G1: 500 Hz)
@@ -46,6 +49,15 @@ class SafetyConfig:
             raise ConfigError(self.source, "keys 'torque_fraction'/'velocity_fraction': must be <= 1")
         if self.max_tilt > math.pi:
             raise ConfigError(self.source, f"key 'max_tilt': {self.max_tilt} rad exceeds pi")
+
+    def damping_kd(self, robot: RobotConfig) -> np.ndarray:
+        """The kd of a damping command (kp = 0), the same for the node and the sentinel.
+
+        It is the robot config's kd times ``damping_kd_scale``: a loaded policy's kd was
+        checked against the robot's (``PolicyContract.check_against``), so whichever program
+        damps, the motors get the same kd.
+        """
+        return robot.kd_array * self.damping_kd_scale
 
 
 def load_safety_config(path: str | Path = DEFAULT_SAFETY_CONFIG) -> SafetyConfig:

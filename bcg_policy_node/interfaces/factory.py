@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from rclpy.callback_groups import CallbackGroup
+from rclpy.lifecycle import LifecycleNode
 from rclpy.node import Node
 
 from bcg_robot.config import RobotConfig
@@ -49,7 +50,8 @@ def open_interface(node: Node, params: InterfaceParams, robot: RobotConfig, grou
                    role: str = "node"):
     """The node (``role`` "node") opens it to control: it releases sport mode first and takes
     state. The sentinel ("sentinel") needs no state on ros2 and only ``mode_machine`` on the
-    SDK. Both watch the command stream for other writers."""
+    SDK. Both watch the command stream for other writers. On ros2 the command publisher of a
+    ``LifecycleNode`` is a lifecycle publisher (commands only while the node is active)."""
     from bcg_robot.wire import STAMP_ROLES
 
     if role not in STAMP_ROLES:
@@ -59,7 +61,8 @@ def open_interface(node: Node, params: InterfaceParams, robot: RobotConfig, grou
         from bcg_policy_node.operator_api import NODE_NAME, SENTINEL_NODE_NAME
 
         return Ros2RobotInterface(node, robot.joint_names, group, subscribe_state=role == "node", watch_commands=True,
-                                  writer_roles={NODE_NAME: "node", SENTINEL_NODE_NAME: "sentinel"})
+                                  writer_roles={NODE_NAME: "node", SENTINEL_NODE_NAME: "sentinel"},
+                                  lifecycle_command=isinstance(node, LifecycleNode))
     from bcg_policy_node.interfaces.unitree_sdk_interface import UnitreeSdkRobotInterface
 
     log = node.get_logger().info

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Protocol
 
-from bcg_robot.wire import LowCommand
+from bcg_robot.wire import TRANSPORTS, LowCommand, Transport
 
 from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 
-InterfaceKind = Literal["ros2", "unitree_sdk"]
-INTERFACE_KINDS: tuple[str, ...] = ("ros2", "unitree_sdk")
+InterfaceKind = Transport
+INTERFACE_KINDS: tuple[str, ...] = TRANSPORTS
 
 
 class RobotInterface(Protocol):

@@ -7,6 +7,8 @@ Command: ``std_msgs/Float64MultiArray`` 5 x n (q, dq, tau, kp, kd), see bcg_robo
 
 QoS: state subscriptions are best-effort (they match reliable and best-effort
 publishers), the command publisher is reliable (it matches either kind of subscriber).
+With ``lifecycle_command`` (the node is a ``LifecycleNode``) the command publisher is a
+lifecycle publisher: it carries commands only while the node is active.
 
 State is polled, not called back: its subscriptions (depth 1) live on a helper node that
 no executor spins, and :meth:`latest_state` takes the newest JointState and Imu when a
@@ -70,7 +72,7 @@ class Ros2RobotInterface:
 
     def __init__(self, node: Node, joint_names: tuple[str, ...], callback_group: CallbackGroup | None = None,
                  subscribe_state: bool = True, watch_commands: bool = False,
-                 writer_roles: dict[str, str] | None = None):
+                 writer_roles: dict[str, str] | None = None, lifecycle_command: bool = False):
         from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
         self._node = node
@@ -90,7 +92,9 @@ class Ros2RobotInterface:
             self._joint_sub = self._state_node.create_subscription(JointState, STATE_JOINTS_TOPIC, lambda _m: None, STATE_QOS)
             self._imu_sub = self._state_node.create_subscription(Imu, STATE_IMU_TOPIC, lambda _m: None, STATE_QOS)
             self._waitset = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, node.context.handle)
-        self._pub = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
+        self._lifecycle_command = lifecycle_command
+        create_publisher = node.create_lifecycle_publisher if lifecycle_command else node.create_publisher
+        self._pub = create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
         self._command_sub = None
         self._seen: list[SeenCommand] = []
         self._writers: dict[bytes, CommandWriter] = {}
@@ -196,4 +200,7 @@ class Ros2RobotInterface:
             if self._state_node is not None:
                 self._state_node.destroy_node()
                 self._state_node = self._joint_sub = self._imu_sub = None
-            self._node.destroy_publisher(self._pub)
+            if self._pub is not None:
+                destroy = self._node.destroy_lifecycle_publisher if self._lifecycle_command else self._node.destroy_publisher
+                destroy(self._pub)
+                self._pub = None

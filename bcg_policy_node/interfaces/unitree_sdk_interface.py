@@ -1,10 +1,10 @@
 """``unitree_sdk`` robot interface: ``rt/lowstate`` in, ``rt/lowcmd`` out (unitree_hg IDL).
 
-Every LowCmd carries ``mode_pr`` (parameter), ``mode_machine`` copied from the latest
-LowState, motor mode 1 (enable) on the robot's joints, the writer's stamp in ``reserve``
-(:func:`bcg_robot.wire.command_stamp`) and the SDK's CRC; no command is sent before a
-LowState has given ``mode_machine``. Remote buttons are decoded with
-:mod:`bcg_robot.remote`. Facts: ``shared/reference/g1.md``.
+Messages are packed and unpacked by :mod:`bcg_robot.unitree_hg` (its motor mode rule:
+mode 1 on every joint of the robot in every command, damping included). Every LowCmd
+carries ``mode_pr`` (parameter), ``mode_machine`` copied from the latest LowState, the
+writer's stamp in ``reserve`` (:func:`bcg_robot.wire.command_stamp`) and the SDK's CRC; no
+command is sent before a LowState has given ``mode_machine``.
 
 No DDS listener anywhere. Cyclone's Python binding writes while holding the GIL, and a
 write delivers locally to every reader in the process; with a listener on such a reader
@@ -39,17 +39,14 @@ import threading
 import time
 from typing import Callable
 
-import numpy as np
-
 from bcg_robot.errors import BCGInputError
-from bcg_robot.remote import decode_remote
-from bcg_robot.wire import (UNITREE_COMMAND_TOPIC, UNITREE_NUM_MOTORS, UNITREE_STATE_TOPIC, CommandWriter, LowCommand,
-                            command_stamp, writer_from_stamp)
+from bcg_robot.unitree_hg import crc_ok, new_low_cmd, pack_low_cmd, unpack_low_state
+from bcg_robot.wire import (TRANSPORT_UNITREE_SDK, UNITREE_COMMAND_TOPIC, UNITREE_STATE_TOPIC, CommandWriter,
+                            LowCommand, command_stamp, writer_from_stamp)
 
 from bcg_policy_node.interfaces.arrival import ArrivalClock
 from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 
-MOTOR_MODE_ENABLE = 1
 _factory_lock = threading.Lock()
 _factory_args: tuple[int, str] | None = None
 
@@ -67,13 +64,15 @@ def init_channel_factory(domain_id: int, network_interface: str) -> None:
         if _factory_args is not None:
             if _factory_args != (domain_id, network_interface):
                 raise SdkInterfaceError(
-                    "unitree_sdk", f"DDS already initialised on domain {_factory_args[0]} / '{_factory_args[1]}' in this "
+                    TRANSPORT_UNITREE_SDK,
+                    f"DDS already initialised on domain {_factory_args[0]} / '{_factory_args[1]}' in this "
                     f"process, cannot switch to {domain_id} / '{network_interface}'")
             return
         try:
             ChannelFactoryInitialize(domain_id, network_interface)
         except Exception as err:  # the SDK raises a bare Exception
-            raise SdkInterfaceError("unitree_sdk", f"cannot open DDS domain {domain_id} on '{network_interface}': {err}") from None
+            raise SdkInterfaceError(TRANSPORT_UNITREE_SDK,
+                                    f"cannot open DDS domain {domain_id} on '{network_interface}': {err}") from None
         _factory_args = (domain_id, network_interface)
 
 
@@ -92,8 +91,8 @@ def release_sport_mode(timeout_s: float, log: Callable[[str], None] = print) -> 
             return
         if time.monotonic() > deadline:
             what = f"mode '{result.get('name')}' still active" if code == 0 and result else f"no answer (code {code})"
-            raise SdkInterfaceError(
-                "unitree_sdk", f"motion switcher: {what} after {timeout_s:.1f} s; on the sim bridge set release_sport_mode:=false")
+            raise SdkInterfaceError(TRANSPORT_UNITREE_SDK, f"motion switcher: {what} after {timeout_s:.1f} s; on "
+                                    "the sim bridge set release_sport_mode:=false")
         if code == 0:
             log(f"releasing sport mode '{result.get('name')}'")
             client.ReleaseMode()
@@ -101,41 +100,25 @@ def release_sport_mode(timeout_s: float, log: Callable[[str], None] = print) -> 
 
 
 def state_from_lowstate(msg, num_joints: int, received_at: float) -> RobotState:
-    motors = msg.motor_state[:num_joints]
-    imu = msg.imu_state
+    """The node's view of one LowState_ (CRC not checked here), dated ``received_at``."""
+    sample = unpack_low_state(msg, num_joints)
     return RobotState(
-        tick=int(msg.tick),
+        tick=sample.tick,
         received_at=received_at,
-        q=np.array([m.q for m in motors], dtype=np.float64),
-        dq=np.array([m.dq for m in motors], dtype=np.float64),
-        tau_est=np.array([m.tau_est for m in motors], dtype=np.float64),
-        quat_wxyz=np.asarray(imu.quaternion, dtype=np.float64),
-        gyro=np.asarray(imu.gyroscope, dtype=np.float64),
-        motor_fault=np.array([m.motorstate for m in motors], dtype=np.int64),
-        motor_temperature=np.array([max(m.temperature) for m in motors], dtype=np.float64),
-        remote=decode_remote(msg.wireless_remote),
-        mode_machine=int(msg.mode_machine),
+        q=sample.q,
+        dq=sample.dq,
+        tau_est=sample.tau_est,
+        quat_wxyz=sample.quat_wxyz,
+        gyro=sample.gyro,
+        motor_fault=sample.motor_fault,
+        motor_temperature=sample.motor_temperature,
+        remote=sample.remote,
+        mode_machine=sample.mode_machine,
     )
 
 
-def fill_lowcmd(cmd_msg, command: LowCommand, mode_machine: int, mode_pr: int, stamp: list[int] | None = None) -> None:
-    """Write ``command`` into a LowCmd_ (motor mode 1 on the first n motors, 0 beyond)."""
-    cmd_msg.mode_pr = mode_pr
-    if stamp is not None:
-        cmd_msg.reserve = stamp
-    cmd_msg.mode_machine = mode_machine
-    n = command.num_joints
-    q, dq, tau, kp, kd = (v.tolist() for v in (command.q, command.dq, command.tau, command.kp, command.kd))
-    for i in range(UNITREE_NUM_MOTORS):
-        m = cmd_msg.motor_cmd[i]
-        if i < n:
-            m.mode, m.q, m.dq, m.tau, m.kp, m.kd = MOTOR_MODE_ENABLE, q[i], dq[i], tau[i], kp[i], kd[i]
-        else:
-            m.mode, m.q, m.dq, m.tau, m.kp, m.kd = 0, 0.0, 0.0, 0.0, 0.0, 0.0
-
-
 class UnitreeSdkRobotInterface:
-    kind = "unitree_sdk"
+    kind = TRANSPORT_UNITREE_SDK
 
     def __init__(self, num_joints: int, domain_id: int, network_interface: str, mode_pr: int = 0,
                  release_sport: bool = True, release_timeout_s: float = 5.0, log: Callable[[str], None] = print,
@@ -146,9 +129,7 @@ class UnitreeSdkRobotInterface:
         from cyclonedds.qos import Policy, Qos
         from cyclonedds.sub import DataReader
         from cyclonedds.topic import Topic
-        from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowCmd_
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
-        from unitree_sdk2py.utils.crc import CRC
 
         init_channel_factory(domain_id, network_interface)
         if release_sport:
@@ -160,8 +141,7 @@ class UnitreeSdkRobotInterface:
         self._arrival = ArrivalClock()
         self._check_crc = check_state_crc
         self.bad_state_crc = 0
-        self._crc = CRC()
-        self._cmd = unitree_hg_msg_dds__LowCmd_()
+        self._cmd = new_low_cmd()
         self._log = log
         self._no_state_warned = False
         self._session = int.from_bytes(os.urandom(4), "little")
@@ -206,7 +186,7 @@ class UnitreeSdkRobotInterface:
             return
         raw = samples[-1]
         at = self._arrival.took(taken, raw.sample_info.source_timestamp * 1e-9)
-        if self._check_crc and raw.crc != self._crc.Crc(raw):
+        if self._check_crc and not crc_ok(raw):
             self.bad_state_crc += 1
             if self.bad_state_crc in (1, 10, 100) or self.bad_state_crc % 1000 == 0:
                 self._log(f"LowState with a wrong CRC dropped ({self.bad_state_crc} so far)")
@@ -227,9 +207,8 @@ class UnitreeSdkRobotInterface:
             self._sequence += 1
             if self._writer is None:  # closed
                 return
-            fill_lowcmd(self._cmd, command, state.mode_machine, self._mode_pr,
-                        command_stamp(self._role, self._session, self._sequence))
-            self._cmd.crc = self._crc.Crc(self._cmd)
+            pack_low_cmd(command, state.mode_machine, self._mode_pr,
+                         command_stamp(self._role, self._session, self._sequence), into=self._cmd)
             self._writer.write(self._cmd)
 
     def take_commands(self) -> list[SeenCommand]:
@@ -242,7 +221,7 @@ class UnitreeSdkRobotInterface:
             now = time.monotonic()
             seen = []
             for msg in samples:
-                if not msg.sample_info.valid_data or msg.crc != self._crc.Crc(msg):
+                if not msg.sample_info.valid_data or not crc_ok(msg):
                     continue
                 seen.append(SeenCommand(now, writer_from_stamp(msg.reserve)))
             return seen

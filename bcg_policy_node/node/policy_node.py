@@ -1,15 +1,29 @@
 """``policy_node``: the rclpy lifecycle node that runs a BCG ONNX policy on the G1.
 
+construct  declare and validate the parameters; no publisher, subscription, service or
+           timer of its own yet (only rclpy's lifecycle and parameter services).
 configure  load robot config, safety config and policy; check the policy's contract
            against the robot (a mismatch is a one-line error and the node stays
            unconfigured); open the robot interface (``ros2`` or ``unitree_sdk``); create
            the operator services and topics (state, fault; heartbeat, timing and joint
-           states as lifecycle publishers, live only while active).
-activate   start the 50 Hz control timer (own callback group) in PASSIVE; the control
-           loop (bcg_policy_node.safety.control_loop) ramps to the default pose, holds it
+           states as lifecycle publishers, live only while active) and the diagnostics
+           publisher with its timer. On ``ros2`` the motor command publisher is a
+           lifecycle publisher too; the ``unitree_sdk`` writer is a DDS writer, sent to
+           only by the control timer and the damping of deactivate/shutdown.
+activate   enable the lifecycle publishers, then start the 50 Hz control timer (own
+           callback group) in PASSIVE; the control loop
+           (bcg_policy_node.safety.control_loop) ramps to the default pose, holds it
            and runs the policy only after the operator's run request.
-deactivate send damping, stop the timer.
-cleanup    close the interface, destroy the operator services and topics.
+deactivate send damping, stop the timer, then disable the lifecycle publishers.
+cleanup    close the interface, destroy every entity configure created; configure can
+           run again. Shutdown (from any state) and error processing do the same (error
+           processing returns to unconfigured).
+
+Threads: the executor runs transitions, operator callbacks, the diagnostics timer and
+the control timer; every piece of state they share (control loop, inputs, counters,
+timing, entities) is read and written under one lock, and the tick publishes its
+outputs under it, so cleanup never destroys a publisher a tick is using. No DDS
+listener waits on that lock (the interfaces poll their readers).
 
 Operator API, topics and services: bcg_policy_node.operator_api. Parameter
 ``autostart`` configures and activates at start-up (sim-to-sim, benchmark); if that
@@ -31,6 +45,7 @@ from std_srvs.srv import Trigger
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.errors import BCGInputError
+from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_robot.wire import LowCommand
 
 from bcg_policy_node import operator_api as api
@@ -38,7 +53,6 @@ from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_saf
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.node.tick_timing import TickTiming
-from bcg_policy_node.policy.onnx_policy import OnnxPolicy
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
 
 
@@ -79,15 +93,16 @@ class PolicyNode(LifecycleNode):
         self._operator_group = MutuallyExclusiveCallbackGroup()
         self._control_group = MutuallyExclusiveCallbackGroup()
         self._state_group = MutuallyExclusiveCallbackGroup()
-        # Diagnostics in every lifecycle state (an unconfigured node says so); the operator
-        # API and the control outputs exist from configure to cleanup (_create_entities).
+        # The ROS entities: created by on_configure (_create_entities), destroyed by
+        # on_cleanup / on_shutdown / on_error (_destroy_entities).
         self._entities: list[tuple[str, object]] = []
-        self._diag_pub = self.create_publisher(DiagnosticArray, api.DIAGNOSTICS_TOPIC, 10)
-        self.create_timer(self.diagnostics_period, self._publish_diagnostics, callback_group=self._operator_group)
+        self._diag_pub = self._state_pub = self._fault_pub = None
+        self._heartbeat_pub = self._timing_pub = self._joint_pub = None
 
     def _create_entities(self) -> None:
-        """The operator API and outputs (on_configure). The per-tick outputs are lifecycle
-        publishers: they carry messages only while the node is active."""
+        """The operator API, the outputs and diagnostics (on_configure; caller holds the
+        lock). The per-tick outputs are lifecycle publishers: they carry messages only
+        while the node is active. Diagnostics report every configured state."""
         def keep(kind: str, entity):
             self._entities.append((kind, entity))
             return entity
@@ -104,13 +119,19 @@ class PolicyNode(LifecycleNode):
         self._timing_pub = keep("lifecycle_publisher",
                                 self.create_lifecycle_publisher(Float64MultiArray, api.TIMING_TOPIC, 10))
         self._joint_pub = keep("lifecycle_publisher", self.create_lifecycle_publisher(JointState, api.JOINT_STATES_TOPIC, 10))
+        self._diag_pub = keep("publisher", self.create_publisher(DiagnosticArray, api.DIAGNOSTICS_TOPIC, 10))
+        keep("timer", self.create_timer(self.diagnostics_period, self._on_diagnostics_timer, callback_group=group))
 
     def _destroy_entities(self) -> None:
+        """Destroy what _create_entities made, newest first (caller holds the lock)."""
         destroy = {"service": self.destroy_service, "subscription": self.destroy_subscription,
-                   "publisher": self.destroy_publisher, "lifecycle_publisher": self.destroy_lifecycle_publisher}
+                   "publisher": self.destroy_publisher, "lifecycle_publisher": self.destroy_lifecycle_publisher,
+                   "timer": self.destroy_timer}
         for kind, entity in reversed(self._entities):
             destroy[kind](entity)
         self._entities.clear()
+        self._diag_pub = self._state_pub = self._fault_pub = None
+        self._heartbeat_pub = self._timing_pub = self._joint_pub = None
 
     # lifecycle -------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -125,9 +146,10 @@ class PolicyNode(LifecycleNode):
             if not self._autostarting:  # autostart prints it once, as the process's exit reason
                 self.get_logger().error(f"configure failed: {err}")
             return TransitionCallbackReturn.FAILURE
-        self.robot, self.safety, self.policy, self.interface = robot, safety, policy, interface
-        self._state_wait_s = safety.state_wait_periods * safety.state_period_s
-        self._create_entities()
+        with self._lock:
+            self.robot, self.safety, self.policy, self.interface = robot, safety, policy, interface
+            self._state_wait_s = safety.state_wait_periods * safety.state_period_s
+            self._create_entities()
         c = policy.contract
         self.get_logger().info(
             f"policy {self.policy_path}: motion '{c.motion_id}', {c.num_joints} joints, dt {c.control_dt} s, "
@@ -135,16 +157,20 @@ class PolicyNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        enabled = super().on_activate(state)  # the lifecycle publishers, before the first tick
+        if enabled != TransitionCallbackReturn.SUCCESS:
+            return enabled
         with self._lock:
             self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout)
             self.timing = TickTiming()
             self._last_tick_start = None
             self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
-        self.get_logger().info(f"active: control timer at {1 / self.policy.contract.control_dt:.0f} Hz, state PASSIVE")
-        return super().on_activate(state)
+            dt = self.policy.contract.control_dt
+        self.get_logger().info(f"active: control timer at {1 / dt:.0f} Hz, state PASSIVE")
+        return TransitionCallbackReturn.SUCCESS
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._stop_control("deactivated")
+        self._stop_control("deactivated")  # the damping goes out while the publishers are enabled
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -153,6 +179,13 @@ class PolicyNode(LifecycleNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_control("shutting down")
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """A transition callback raised: damp, release everything, back to unconfigured."""
+        self.get_logger().error(f"transition from '{state.label}' raised; releasing the robot interface and entities")
+        self._stop_control("transition error")
         self._release()
         return TransitionCallbackReturn.SUCCESS
 
@@ -221,15 +254,17 @@ class PolicyNode(LifecycleNode):
 
     def _on_tick(self) -> None:
         start = time.monotonic()
-        interface = self.interface
-        if interface is None or self.loop is None:
-            return
-        # Aligned to state arrival: wait (GIL released) up to state_wait_s for the next
-        # sample, so the command goes out on a state that is fresh, not up to a period old.
-        state = interface.latest_state(self._state_wait_s)
+        with self._lock:
+            interface, wait_s = self.interface, self._state_wait_s
+            if interface is None or self.loop is None:
+                return
+        # Aligned to state arrival: wait (GIL released, node lock not held) up to
+        # state_wait_s for the next sample, so the command goes out on a state that is
+        # fresh, not up to a period old.
+        state = interface.latest_state(wait_s)
         ready = time.monotonic()
         with self._lock:
-            if self.loop is None:
+            if self.loop is None or self.interface is not interface:  # deactivated or cleaned up meanwhile
                 return
             # A tick that starts late (this process was descheduled) runs before the state
             # messages queued meanwhile are taken, so freshness is judged at the tick's due
@@ -242,8 +277,12 @@ class PolicyNode(LifecycleNode):
             self._last_tick_start = start
             result = self.loop.tick(due, state, self._inputs, interface.take_commands())
             if result.command is not None:
-                self.interface.send(result.command)
+                interface.send(result.command)
             sent = time.monotonic()
+            self._publish_tick_outputs(result, state, start, sent, ready)
+
+    def _publish_tick_outputs(self, result, state, start: float, sent: float, ready: float) -> None:
+        """State, fault, heartbeat, timing and joint states of one tick (caller holds the lock)."""
         self._tick_count += 1
         for t in result.transitions:
             if t.after is api.ControlState.DAMP:
@@ -264,12 +303,18 @@ class PolicyNode(LifecycleNode):
         if result.transitions:
             self._publish_diagnostics()
 
-    def _publish_diagnostics(self) -> None:
+    def _on_diagnostics_timer(self) -> None:
         with self._lock:
-            loop = self.loop
-            state = loop.state.value if loop is not None else "INACTIVE"
-            faults = [str(f) for f in loop.last_faults] if loop is not None else []
-            summary = self.timing.summary(self.policy.contract.control_dt * 1e3) if self.policy is not None else {}
+            self._publish_diagnostics()
+
+    def _publish_diagnostics(self) -> None:
+        """One DiagnosticArray of the control state (caller holds the lock)."""
+        if self._diag_pub is None:  # cleaned up while the timer's callback waited for the lock
+            return
+        loop = self.loop
+        state = loop.state.value if loop is not None else "INACTIVE"
+        faults = [str(f) for f in loop.last_faults] if loop is not None else []
+        summary = self.timing.summary(self.policy.contract.control_dt * 1e3) if self.policy is not None else {}
         status = DiagnosticStatus(name=f"{api.NODE_NAME}: control", hardware_id=self.interface_params.kind)
         status.level = DiagnosticStatus.ERROR if state == "DAMP" else DiagnosticStatus.OK
         status.message = f"{state}" + (f" ({self._last_fault})" if state == "DAMP" else "")

@@ -17,6 +17,7 @@ import numpy as np
 
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
+from bcg_robot.observation import raw_inputs
 from bcg_robot.wire import LowCommand
 
 from bcg_policy_node.config.safety_config import SafetyConfig
@@ -68,9 +69,9 @@ class ControlLoop:
         self.kp = np.asarray(contract.kp, dtype=np.float64)
         self.kd = np.asarray(contract.kd, dtype=np.float64)
         self.default_pose = np.asarray(contract.default_pose, dtype=np.float64)
-        self.damping_kd = self.kd * config.damping_kd_scale
+        self.damping_kd = config.damping_kd(robot)
         if np.any(self.damping_kd <= 0):
-            raise ValueError("damping needs kd > 0 on every joint: the policy has a zero kd")
+            raise ValueError("damping needs kd > 0 on every joint: the robot config has a zero kd")
         self.limits = TargetLimits.for_robot(robot, config)
         self.watchdog = StateWatchdog(robot, config, self.dt)
         self.machine = ControlStateMachine(config.ramp_duration)
@@ -181,14 +182,7 @@ class ControlLoop:
         phase = 0.0
         if contract.motion_length_s > 0:
             phase = ((now - self._run_started) / contract.motion_length_s) % 1.0
-        raw = {
-            "imu_quat": state.quat_wxyz,
-            "imu_gyro": state.gyro,
-            "joint_pos": state.q,
-            "joint_vel": state.dq,
-            "last_action": self._last_action,
-            "phase": np.array([phase]),
-        }
+        raw = raw_inputs(state.quat_wxyz, state.gyro, state.q, state.dq, self._last_action, np.array([phase]))
         targets, action = self.policy.run(raw)
         if not (np.isfinite(targets).all() and np.isfinite(action).all()):
             return None

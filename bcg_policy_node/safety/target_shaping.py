@@ -3,8 +3,8 @@
 In order: clamp to the soft joint limits (position limits shrunk by a margin), limit the
 change per tick, and clip so the PD torque ``kp (q_t - q) - kd dq`` (the drive's law,
 bcg_robot.pd, with dq_des = tau_ff = 0) stays within ``torque_fraction`` of the effort
-limits. The torque clip comes last, so the drives are never asked for more than their
-limit; its window is never empty (it is centred on q + kd dq / kp).
+limits (:func:`bcg_robot.pd.position_target_bounds`). The torque clip comes last, so the
+drives are never asked for more than their limit; its window is never empty.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 
 from bcg_robot.config import RobotConfig
 from bcg_robot.errors import ConfigError
+from bcg_robot.pd import position_target_bounds
 
 from bcg_policy_node.config.safety_config import SafetyConfig
 
@@ -48,10 +49,7 @@ def shape_targets(targets: np.ndarray, previous: np.ndarray, q: np.ndarray, dq: 
                   kp: np.ndarray, kd: np.ndarray, limits: TargetLimits) -> ShapedTargets:
     t0 = np.clip(targets, limits.soft_lower, limits.soft_upper)
     t1 = np.clip(t0, previous - limits.max_step, previous + limits.max_step)
-    # |kp (t - q) - kd dq| <= E  <=>  q + (kd dq - E) / kp <= t <= q + (kd dq + E) / kp  (kp > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.where(kp > 0, q + (kd * dq - limits.effort) / kp, -np.inf)
-        hi = np.where(kp > 0, q + (kd * dq + limits.effort) / kp, np.inf)
+    lo, hi = position_target_bounds(q, dq, kp, kd, limits.effort)
     t2 = np.clip(t1, lo, hi)
     return ShapedTargets(
         t2,

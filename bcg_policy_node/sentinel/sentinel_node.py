@@ -50,7 +50,7 @@ class SentinelNode(Node):
             raise BCGInputError(self.get_name(), "parameter 'damping_period_s' must be > 0")
         robot = load_robot_config(robot_path)  # checked against the model, as the node does
         safety = load_safety_config(safety_path)
-        self.damping = LowCommand.damping(robot.kd_array * safety.damping_kd_scale)
+        self.damping = LowCommand.damping(safety.damping_kd(robot))
         self.watch = SentinelWatch(self.timeout)
         self._last_sent = 0.0
         self.takeovers = 0

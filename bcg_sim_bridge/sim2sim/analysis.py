@@ -1,7 +1,9 @@
 """Metrics of a sim-to-sim run from the bridge's trajectory log (pure: numpy + MuJoCo, no ROS).
 
-* falls: root height below :data:`FALL_HEIGHT` while the policy was in charge;
-* E_track (cm): key-body positions relative to the pelvis (forward kinematics of the
+The metric definitions are those of :mod:`bcg_robot.metrics`:
+
+* falls while the policy was in charge;
+* E_track (cm) of the tracked bodies in the pelvis frame (forward kinematics of the
   measured joints vs the reference's; the default pose for a policy without a motion);
 * foot penetration in the bridge vs the training simulator (the ``train`` variant
   replaying the same drive commands, open loop, from the same start);
@@ -16,14 +18,11 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from bcg_robot import metrics
 from bcg_robot.config import RobotConfig
-from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
+from bcg_robot.model import build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices
 from bcg_robot.pd import pd_torque
 from bcg_sim_bridge.physics import DriveMode
-
-FALL_HEIGHT = 0.3  # m: root below this while the policy is in charge is a fall
-KEY_BODIES = ("torso_link", "left_knee_link", "right_knee_link", "left_ankle_roll_link", "right_ankle_roll_link",
-              "left_wrist_yaw_link", "right_wrist_yaw_link")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,9 +67,9 @@ class BridgeLog:
 
 
 class KeyBodyFK:
-    """Key-body positions in the pelvis frame from joint angles (root fixed at the origin)."""
+    """Tracked-body positions in the pelvis frame from joint angles (root fixed at the origin)."""
 
-    def __init__(self, robot: RobotConfig, bodies: tuple[str, ...] = KEY_BODIES):
+    def __init__(self, robot: RobotConfig, bodies: tuple[str, ...] = metrics.TRACKED_BODIES):
         self.model = build_model(robot, "bridge")
         self.data = mujoco.MjData(self.model)
         self.qi = joint_qpos_indices(self.model, robot)
@@ -90,11 +89,11 @@ class KeyBodyFK:
 
 
 def tracking_error_cm(fk: KeyBodyFK, q: np.ndarray, q_ref: np.ndarray) -> tuple[float, float]:
-    """(mean, max) key-body position error in cm between measured and reference joint trajectories."""
+    """(E_track, max) in cm between measured and reference joint trajectories."""
     if len(q) == 0:
         return float("nan"), float("nan")
-    err = np.linalg.norm(fk(q) - fk(q_ref), axis=-1) * 100.0
-    return float(err.mean()), float(err.max())
+    summary = metrics.summarize_tracking(metrics.body_position_errors(fk(q), fk(q_ref)))
+    return summary.mean_cm, summary.max_cm
 
 
 def training_sim_penetration(robot: RobotConfig, log: BridgeLog, mask: np.ndarray) -> np.ndarray:
@@ -108,8 +107,7 @@ def training_sim_penetration(robot: RobotConfig, log: BridgeLog, mask: np.ndarra
     qi, di = joint_qpos_indices(model, robot), joint_dof_indices(model, robot)
     data.qpos[qi] = log.q[rows[0]]
     mujoco.mj_forward(model, data)
-    floor = model.geom("floor").id
-    feet = {model.body(f).id for f in robot.feet}
+    foot_floor = foot_floor_geoms(model, robot)
     log_dt = float(np.median(np.diff(log.sim_time))) if len(log.sim_time) > 1 else 0.01
     steps_per_row = max(1, round(log_dt / model.opt.timestep))
     out = []
@@ -118,13 +116,7 @@ def training_sim_penetration(robot: RobotConfig, log: BridgeLog, mask: np.ndarra
             data.ctrl[:] = pd_torque(log.cmd_q[r], data.qpos[qi], 0.0, data.qvel[di], log.cmd_kp[r], log.cmd_kd[r], 0.0,
                                      robot.effort)
             mujoco.mj_step(model, data)
-        deepest = 0.0
-        for i in range(data.ncon):
-            c = data.contact[i]
-            other = c.geom2 if c.geom1 == floor else c.geom1 if c.geom2 == floor else None
-            if other is not None and model.geom_bodyid[other] in feet:
-                deepest = max(deepest, -float(c.dist))
-        out.append(deepest)
+        out.append(foot_floor.deepest_penetration_of(data.contact))
     return np.asarray(out)
 
 
@@ -141,7 +133,7 @@ def fell(log: BridgeLog, mask: np.ndarray) -> tuple[bool, float]:
     if not mask.any():
         return False, float("nan")
     z = log.root_pos[mask, 2]
-    return bool(z.min() < FALL_HEIGHT), float(z.min())
+    return bool(metrics.is_fallen(z).any()), float(z.min())
 
 
 def first_damping_after(log: BridgeLog, t: float) -> float | None:

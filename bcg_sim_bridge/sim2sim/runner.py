@@ -12,15 +12,17 @@ from pathlib import Path
 
 import numpy as np
 
+from bcg_robot import metrics
 from bcg_robot.config import RobotConfig
 from bcg_robot.remote import BUTTON_BITS
+from bcg_robot.wire import TRANSPORT_ROS2, TRANSPORT_UNITREE_SDK
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG
 from bcg_sim_bridge.node_list import sim2sim_nodes
 from bcg_sim_bridge.physics import DriveMode
 from bcg_sim_bridge.policies import nan_policy
 from bcg_sim_bridge.sim2sim import analysis
 from bcg_sim_bridge.sim2sim.driver import DriverError, Sim2SimDriver
-from bcg_sim_bridge.sim2sim.processes import ProcessGroup
+from bcg_sim_bridge.harness.processes import ProcessGroup
 from bcg_sim_bridge.sim2sim.scenarios import Scenario
 from bcg_sim_bridge.unitree_probe import read_result
 
@@ -57,7 +59,7 @@ FOREIGN_COMMANDS = 100  # 1 s at 100 Hz
 
 def _start_probe(opts: RunOptions, group: ProcessGroup, scen_dir: Path, transport: str, *args: str) -> subprocess.Popen:
     """The second SDK/ROS client (bcg_sim_bridge.unitree_probe); its report goes to a file."""
-    domain = opts.sdk_domain if transport == "unitree_dds" else opts.ros_domain
+    domain = opts.sdk_domain if transport == TRANSPORT_UNITREE_SDK else opts.ros_domain
     log = open(scen_dir / "probe.log", "w")
     try:
         return subprocess.Popen(
@@ -114,11 +116,11 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
     if name == "dropout":
         marks["fault"] = driver.state_dropout(opts.dropout_ms / 1e3)
     elif name == "crc":
-        probe = _start_probe(opts, group, scen_dir, "unitree_dds", "--bad", "20")
+        probe = _start_probe(opts, group, scen_dir, TRANSPORT_UNITREE_SDK, "--bad", "20")
         marks["fault"] = driver.corrupt_crc(opts.dropout_ms / 1e3)
         extra["probe"] = _probe_result(probe, scen_dir)
     elif name == "foreign":
-        transport = "ros2" if interface == "ros2" else "unitree_dds"
+        transport = interface  # the probe speaks the transport under test
         # ros2: start writing once bridge, node and sentinel have discovered the writer
         probe = _start_probe(opts, group, scen_dir, transport, "--good", str(FOREIGN_COMMANDS), "--subscribers", "3")
         started = driver.note(f"second commander started ({transport}, {FOREIGN_COMMANDS} default-pose commands at 100 Hz)")
@@ -128,7 +130,7 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
         marks["fault"] = group.kill("policy")
         driver.note("policy node killed (SIGKILL)")
     elif name == "estop":
-        marks["fault"] = driver.estop() if interface == "ros2" else driver.remote_buttons(REMOTE_ESTOP_MASK, "L2+B")
+        marks["fault"] = driver.estop() if interface == TRANSPORT_ROS2 else driver.remote_buttons(REMOTE_ESTOP_MASK, "L2+B")
     elif name == "push":
         marks["fault"] = driver.push((opts.push_force, 0.0, 0.0), 0.2)
     if name == "kill":
@@ -227,8 +229,8 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
     fk = analysis.KeyBodyFK(opts.robot)
     q_ref = np.broadcast_to(opts.robot.default_q, log.q[run_mask].shape)
     e_mean, e_max = analysis.tracking_error_cm(fk, log.q[run_mask][::2], q_ref[::2])
-    pen_bridge = log.foot_penetration[run_mask]
-    pen_train = analysis.training_sim_penetration(opts.robot, log, run_mask)
+    pen_bridge = metrics.summarize_foot_penetration(log.foot_penetration[run_mask])
+    pen_train = metrics.summarize_foot_penetration(analysis.training_sim_penetration(opts.robot, log, run_mask))
     timing_arr = np.asarray(timing, dtype=np.float64).reshape(-1, 3) if timing else np.zeros((0, 3))
     node_period = timing_arr[:, 0] / 1e3
     probe_ok = True
@@ -260,13 +262,12 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
         "trip_ms": trip_ms,  # the node's DAMP report after the injection (timeline)
         "unexpected_trips": unexpected_early,
         "fell": fell, "min_root_height_m": min_z,
-        "e_track_cm": {"mean": e_mean, "max": e_max, "reference": "default pose", "bodies": list(analysis.KEY_BODIES)},
+        "e_track_cm": {"mean": e_mean, "max": e_max, "reference": "default pose", "frame": "pelvis",
+                       "bodies": list(metrics.TRACKED_BODIES)},
         "foot_penetration_mm": {
-            "bridge_mean": float(pen_bridge.mean() * 1e3) if pen_bridge.size else float("nan"),
-            "bridge_max": float(pen_bridge.max() * 1e3) if pen_bridge.size else float("nan"),
-            "train_mean": float(pen_train.mean() * 1e3) if pen_train.size else float("nan"),
-            "train_max": float(pen_train.max() * 1e3) if pen_train.size else float("nan"),
-            "difference_mean": float((pen_bridge.mean() - pen_train.mean()) * 1e3) if pen_bridge.size else float("nan"),
+            "bridge_mean": pen_bridge.mean_mm, "bridge_max": pen_bridge.max_mm,
+            "train_mean": pen_train.mean_mm, "train_max": pen_train.max_mm,
+            "difference_mean": pen_bridge.mean_mm - pen_train.mean_mm,
         },
         "bridge_timing_ms": {**analysis.percentiles_ms(log.step_compute_s), "overruns": int(log.pacing["overruns"]),
                              "realtime_factor": log.pacing["sim_s"] / max(log.pacing["wall_s"], 1e-9),

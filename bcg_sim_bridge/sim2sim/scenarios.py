@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from bcg_robot.wire import TRANSPORT_UNITREE_SDK, TRANSPORTS
+
 
 @dataclasses.dataclass(frozen=True)
 class Scenario:
@@ -16,7 +18,7 @@ class Scenario:
     injects: str
     expected: str
     expected_reasons: tuple[str, ...]  # fault kinds (bcg_policy_node.safety.faults) or "sentinel"
-    interfaces: tuple[str, ...] = ("ros2", "unitree_dds")
+    interfaces: tuple[str, ...] = TRANSPORTS
     fall_allowed: bool = False  # a fall after the trip is the expected outcome (push)
 
 
@@ -29,12 +31,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "from a second SDK client",
              "bridge drops and counts every corrupted LowCmd (motors keep the node's command); the node discards "
              "corrupted LowStates -> stale state -> DAMP",
-             ("stale_state", "tick_stalled"), interfaces=("unitree_dds",)),
+             ("stale_state", "tick_stalled"), interfaces=(TRANSPORT_UNITREE_SDK,)),
     Scenario("nan", "the policy outputs NaN (an ONNX policy with the robot's contract and a NaN bias)",
              "non-finite action watchdog -> DAMP on the first RUN tick", ("nonfinite_action",)),
     Scenario("kill", "SIGKILL of the policy node process",
              "the sentinel sends damping within ~100 ms; motors damped", ("sentinel",)),
-    Scenario("estop", "e-stop: std_msgs/Bool on ros2, remote L2+B in rt/lowstate on unitree_dds",
+    Scenario("estop", "e-stop: std_msgs/Bool on ros2, remote L2+B in rt/lowstate on unitree_sdk",
              "e-stop watchdog -> DAMP within one control period", ("estop", "remote_estop")),
     Scenario("foreign", "a second program commands the motors: 100 valid default-pose commands at 100 Hz (an SDK "
              "client on rt/lowcmd, a ROS node on lowcmd)",

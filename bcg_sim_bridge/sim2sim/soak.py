@@ -27,7 +27,7 @@ import numpy as np
 from bcg_sim_bridge.node_list import sim2sim_nodes
 from bcg_sim_bridge.sim2sim import analysis
 from bcg_sim_bridge.sim2sim.driver import DriverError, Sim2SimDriver
-from bcg_sim_bridge.sim2sim.processes import ProcessGroup
+from bcg_sim_bridge.harness.processes import ProcessGroup
 from bcg_sim_bridge.sim2sim.runner import RunOptions, start_up
 
 MAX_GROWTH_MB = 20.0

@@ -1,1 +1,1 @@
-"""Benchmarks of the differentiable simulator (CLIs, not timed tests)."""
+"""Benchmarks of the differentiable simulator: measurements that print figures (CLIs in :mod:`bcg_train.cli`)."""

@@ -1,23 +1,22 @@
-"""``bcg-bench-gradients``: gradient variance of plain vs BCG vs global smoothing.
+"""The gradient benchmark (``bcg-bench-gradients``): gradient variance of plain vs BCG vs global smoothing.
 
 G1 landing from a drop (open-loop actions = hold the default pose), K perturbed starts
 (qpos offsets ~ N(0, noise^2) in every tangent direction), at the soft / default / stiff
-contact presets. For each estimator and preset it prints the variance ratio to plain
-(trace of plain's gradient covariance over the estimator's), the CV of the gradient
-norm, the mean cosine to the mean gradient, the wall time per gradient and its ratio
-to plain; it writes ``gradient_variance.json`` and ``gradient_variance.png``.
+contact presets (the problem: :mod:`bcg_train.tasks.g1_landing`). For each estimator and
+preset :func:`comparison_rows` gives the variance ratio to plain (trace of plain's
+gradient covariance over the estimator's), the CV of the gradient norm, the mean cosine
+to the mean gradient, the wall time per gradient and its ratio to plain;
+:mod:`bcg_train.cli.bench_gradients` prints them and writes ``gradient_variance.json``
+and ``gradient_variance.png``.
 
-Targets (issue 3): at stiff contact BCG cuts the variance >= 10x versus plain at
+Targets (:func:`check_targets`): at stiff contact BCG cuts the variance >= 10x versus plain at
 <= 2x plain's wall time and <= half of global smoothing's; at soft contact it matches
 plain within noise.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import time
 from pathlib import Path
 
 import jax
@@ -32,7 +31,6 @@ from bcg_train.bcg.diagnostics import (
     open_loop_gradient_statistics,
     perturbed_starts,
 )
-from bcg_train.sim.jax_setup import enable_compilation_cache, enable_float64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,46 +50,10 @@ class BenchSettings:
     seed: int = 0
 
 
-def parse_args(argv=None) -> tuple[BenchSettings, Path]:
-    d = BenchSettings()
-    p = argparse.ArgumentParser(prog="bcg-bench-gradients", description=__doc__.split("\n\n")[0])
-    p.add_argument("--num-starts", type=int, default=d.num_starts, help="K perturbed starts (gradient samples)")
-    p.add_argument("--horizon", type=int, default=d.horizon, help="control steps (50 Hz)")
-    p.add_argument("--drop-height", type=float, default=d.drop_height, help="m above the standing height")
-    p.add_argument("--qpos-noise", type=float, default=d.qpos_noise)
-    p.add_argument("--branches", type=int, default=d.num_branches, help="B")
-    p.add_argument("--bundle-steps", type=int, default=d.bundle_steps, help="H")
-    p.add_argument("--tau", type=float, default=d.force_threshold, help="trigger: peak contact normal force, N")
-    p.add_argument("--repeats", type=int, default=d.repeats, help="timed gradient calls after the compile")
-    p.add_argument("--presets", nargs="+", default=list(d.presets), choices=["soft", "default", "stiff"])
-    p.add_argument("--estimators", nargs="+", default=list(d.estimators), choices=[e.value for e in Estimator])
-    p.add_argument("--physics-dt", type=float, default=d.physics_dt)
-    p.add_argument("--float64", action="store_true")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--out-dir", type=Path, default=Path("runs/bench_gradients"))
-    a = p.parse_args(argv)
-    settings = BenchSettings(
-        num_starts=a.num_starts,
-        horizon=a.horizon,
-        drop_height=a.drop_height,
-        qpos_noise=a.qpos_noise,
-        num_branches=a.branches,
-        bundle_steps=a.bundle_steps,
-        force_threshold=a.tau,
-        repeats=a.repeats,
-        presets=tuple(a.presets),
-        estimators=tuple(a.estimators),
-        physics_dt=a.physics_dt,
-        float64=a.float64,
-        seed=a.seed,
-    )
-    return settings, a.out_dir
-
-
 def run_benchmark(settings: BenchSettings, progress=None) -> dict[str, dict[str, GradientStatistics]]:
     """Statistics per estimator and preset. ``progress`` is called after each run."""
     from bcg_robot.config import load_robot_config
-    from bcg_train.bench.g1_landing import build_landing_problem, landing_cost
+    from bcg_train.tasks.g1_landing import build_landing_problem, landing_cost
 
     problem = build_landing_problem(load_robot_config(), settings.drop_height, settings.physics_dt, settings.float64)
     cost = landing_cost(problem)
@@ -143,7 +105,7 @@ def comparison_rows(results: dict[str, dict[str, GradientStatistics]]) -> list[d
 
 
 def check_targets(rows: list[dict]) -> dict[str, bool | None]:
-    """The issue's targets, evaluated on the measured rows (None: not measured)."""
+    """The targets of the module docstring, evaluated on the measured rows (None: not measured)."""
     get = {(r["estimator"], r["preset"]): r for r in rows}
     bcg, smooth, soft = get.get(("bcg", "stiff")), get.get(("global_smoothing", "stiff")), get.get(("bcg", "soft"))
     out: dict[str, bool | None] = {}
@@ -186,62 +148,3 @@ def write_plot(rows: list[dict], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def main(argv=None) -> int:
-    settings, out_dir = parse_args(argv)
-    enable_compilation_cache()
-    if settings.float64:
-        enable_float64()
-    from rich.console import Console
-    from rich.table import Table
-    from tqdm import tqdm
-
-    console = Console()
-    bar = tqdm(total=len(settings.estimators) * len(settings.presets), desc="gradients", unit="run")
-
-    def progress(name, preset, stats):
-        bar.set_postfix_str(f"{name}/{preset} trace={stats.covariance_trace:.3g} compile={stats.compile_time_s:.0f}s")
-        bar.update(1)
-
-    t0 = time.perf_counter()
-    results = run_benchmark(settings, progress)
-    bar.close()
-    rows = comparison_rows(results)
-    targets = check_targets(rows)
-
-    table = Table(title=f"G1 landing, K={settings.num_starts} starts, T={settings.horizon} steps")
-    for col in ("preset", "estimator", "var ratio to plain", "norm CV", "cosine", "s / gradient", "time ratio", "bundles", "non-finite"):
-        table.add_column(col, justify="right")
-    for r in sorted(rows, key=lambda r: (settings.presets.index(r["preset"]), r["estimator"])):
-        table.add_row(
-            r["preset"],
-            r["estimator"],
-            f"{r.get('variance_ratio_to_plain', float('nan')):.3g}",
-            f"{r['norm_cv']:.3g}",
-            f"{r['mean_cosine']:.3f}",
-            f"{r['wall_time_per_gradient_s']:.3g}",
-            f"{r.get('wall_time_ratio_to_plain', float('nan')):.2f}",
-            f"{r['bundles_per_rollout']:.1f}",
-            f"{r['num_nonfinite']}/{r['num_samples']}",
-        )
-    console.print(table)
-    for name, ok in targets.items():
-        console.print(f"target {name}: {'n/a' if ok is None else ('met' if ok else 'NOT met')}")
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    report = {
-        "settings": dataclasses.asdict(settings),
-        "rows": rows,
-        "targets": targets,
-        "total_time_s": time.perf_counter() - t0,
-        "backend": jax.default_backend(),
-    }
-    (out_dir / "gradient_variance.json").write_text(json.dumps(report, indent=2))
-    write_plot(rows, out_dir / "gradient_variance.png")
-    console.print(f"wrote {out_dir / 'gradient_variance.json'} and {out_dir / 'gradient_variance.png'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

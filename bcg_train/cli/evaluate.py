@@ -2,8 +2,8 @@
 
 Prints falls, tracking error E_track (cm) and the foot-penetration difference between
 the training simulation (the `train` model variant the trainer simulates in MJX, rolled
-here with MuJoCo C) and the bridge model; writes a plot (PNG), a JSON summary and, when
-offscreen rendering works, a video of the first seed.
+here with MuJoCo C) and the bridge model (definitions: bcg_robot.metrics); writes a plot
+(PNG), a JSON summary and, when offscreen rendering works, a video of the first seed.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # offscreen rendering without a displ
 import numpy as np
 
 from bcg_robot.config import load_robot_config
+from bcg_robot.metrics import FALL_HEIGHT_M
 from bcg_robot.errors import ContractError, exit_on_input_error
 from bcg_robot.model import build_model
 
@@ -33,7 +34,7 @@ def _plot(results, path: Path, title: str) -> None:
         label = f"seed {r.seed}" + (" (fell)" if r.fell else "")
         ax_h.plot(r.time, r.root_height, label=label)
         ax_e.plot(r.time, 100 * r.tracking_error, label=label)
-    ax_h.axhline(0.3, color="k", ls="--", lw=0.8)
+    ax_h.axhline(FALL_HEIGHT_M, color="k", ls="--", lw=0.8)
     ax_h.set_ylabel("root height (m)")
     ax_e.set_ylabel("E_track (cm)")
     ax_e.set_xlabel("time (s)")
@@ -96,15 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     with exit_on_input_error(parser.prog):
         from bcg_robot.paths import share_file
         from bcg_robot.yaml_dataclass import load_dataclass
-        from bcg_train.evaluate.rollout import load_policy, rollout
+        from bcg_robot.onnx_policy import OnnxPolicy
+        from bcg_train.evaluate.rollout import rollout
         from bcg_train.learn.config import TrainConfig
         from bcg_train.motion.reference import load_reference_motion
 
         robot = load_robot_config()
         if not args.policy.is_file():
             raise ContractError(args.policy, "no such policy file")
-        session, contract = load_policy(str(args.policy))
-        contract.check_against(robot, str(args.policy))
+        policy = OnnxPolicy.load(args.policy, robot)
+        contract = policy.contract
         train_yaml = args.train_config or args.policy.with_suffix(".train.yaml")
         cfg = load_dataclass(TrainConfig, train_yaml) if train_yaml.is_file() else TrainConfig()
         dr = cfg.task.domain if not args.no_dr else type(cfg.task.domain)(enabled=False)
@@ -125,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
 
         seeds = range(args.first_seed, args.first_seed + args.seeds)
         for seed in tqdm(seeds, desc="bcg-eval", leave=False):
-            results.append(rollout(session, contract, bridge, robot, reference, seed, args.duration, dr, video if seed == seeds[0] else None))
-            train_results.append(rollout(session, contract, train_model, robot, reference, seed, args.duration, dr))
+            results.append(rollout(policy, bridge, robot, reference, seed, args.duration, dr, video if seed == seeds[0] else None))
+            train_results.append(rollout(policy, train_model, robot, reference, seed, args.duration, dr))
 
         print(f"policy {args.policy} (motion '{contract.motion_id}', {args.duration:g} s, DR {'off' if args.no_dr else 'on'})")
         print(f"{'seed':>4} {'fell':>5} {'survived s':>10} {'E_track cm':>10} {'pen. bridge mm':>14} {'pen. train mm':>13} {'diff mm':>8}")

@@ -1,4 +1,4 @@
-"""From a trained SHAC state to the deployable ONNX policy (via :mod:`bcg_train.export.onnx_graph`).
+"""From a trained SHAC state to the deployable ONNX policy (via :mod:`bcg_robot.onnx_graph`).
 
 The JAX actor (hidden layers Linear -> LayerNorm(eps 1e-5) -> ELU, linear output,
 weights (in, out)) and the observation normalizer map one to one onto
@@ -18,7 +18,7 @@ import numpy as np
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
 from bcg_robot.observation import build_observation
-from bcg_train.export.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
+from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
 from bcg_train.learn.config import TrainConfig, config_hash
 from bcg_train.learn.networks import RunningStats, policy_action
 

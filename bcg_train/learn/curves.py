@@ -45,14 +45,27 @@ def trailing_mean(values: list[float], window: int) -> list[float]:
 
 
 def plot_training_curves(metrics_csv: Path, out_png: Path, title: str = "") -> Path:
-    """The :data:`PANELS` against environment steps, raw and as a trailing mean over
-    ``SMOOTHING_WINDOW`` iterations; non-finite gradient norms are marked at the top."""
+    """:func:`training_curves_figure` of ``metrics_csv``, saved as ``out_png``."""
+    fig = training_curves_figure(read_metrics(metrics_csv), title or str(metrics_csv.parent))
+    import matplotlib.pyplot as plt  # after the figure: it chose the Agg backend
+
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_png, dpi=90)
+    plt.close(fig)
+    return out_png
+
+
+def training_curves_figure(data: dict[str, list[float]], title: str):
+    """One axis per :data:`PANELS` entry, in order, titled with its label: the column's
+    finite values against environment steps (iterations when ``env_steps`` is not
+    logged), raw and as a trailing mean over ``SMOOTHING_WINDOW`` iterations (a log
+    panel drops values <= 0); non-finite values are marked at the top of the axis, a
+    column that is not in ``data`` reads "not logged". The caller closes the figure."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    data = read_metrics(metrics_csv)
     x = data.get("env_steps") or data.get("iteration", [])
     fig, axes = plt.subplots(2, (len(PANELS) + 1) // 2, figsize=(17, 6.5), sharex=True)
     for ax, (key, label, log) in zip(axes.flat, PANELS):
@@ -75,9 +88,6 @@ def plot_training_curves(metrics_csv: Path, out_png: Path, title: str = "") -> P
         ax.grid(alpha=0.3)
     for ax in axes[-1]:
         ax.set_xlabel("environment steps")
-    fig.suptitle(title or str(metrics_csv.parent), fontsize=10)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    out_png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_png, dpi=90)
-    plt.close(fig)
-    return out_png
+    return fig

@@ -3,7 +3,7 @@
 Parameters are lists of layer dicts (``w`` (in, out), ``b``, and for hidden layers
 ``ln_scale`` / ``ln_bias``): hidden layers are Linear -> LayerNorm -> ELU, the output
 layer is Linear. This is exactly the layer structure of
-:mod:`bcg_train.export.onnx_graph` (``DenseLayer``), so export is a copy.
+:mod:`bcg_robot.onnx_graph` (``DenseLayer``), so export is a copy.
 """
 
 from __future__ import annotations

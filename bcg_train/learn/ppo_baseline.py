@@ -1,6 +1,6 @@
 """PPO baseline on the same task as SHAC, trained by brax's PPO (``brax.training.agents.ppo``).
 
-The issue asks for the sample-efficiency comparison against an existing library's PPO, so
+The sample-efficiency comparison is against an existing library's PPO, so
 this module only adapts our task to brax's environment interface and maps our config and
 brax's reports; the algorithm (rollouts, GAE, clipped surrogate, value loss, entropy
 bonus, epochs of minibatches, observation normalizer, networks) is brax's own.

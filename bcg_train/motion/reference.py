@@ -17,22 +17,13 @@ import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
+from bcg_robot.metrics import TRACKED_BODIES
 from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
 from bcg_train.motion.loader import CSV_FPS, MotionClip, load_motion_csv
 
-# Bodies whose world positions are tracked (feet, knees, hands, elbows, pelvis, torso).
-KEY_BODIES = (
-    "pelvis",
-    "torso_link",
-    "left_knee_link",
-    "right_knee_link",
-    "left_ankle_roll_link",
-    "right_ankle_roll_link",
-    "left_elbow_link",
-    "right_elbow_link",
-    "left_wrist_yaw_link",
-    "right_wrist_yaw_link",
-)
+# Bodies whose world positions the trainer tracks: the pelvis and the bodies of E_track
+# (torso, knees, feet, elbows, hands; see bcg_robot.metrics).
+KEY_BODIES = ("pelvis",) + TRACKED_BODIES
 
 
 @dataclasses.dataclass(frozen=True)

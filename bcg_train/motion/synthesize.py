@@ -7,24 +7,21 @@ default pose; the root height of every frame is set by forward kinematics on the
 ``train`` model so that the lowest foot collider touches the floor (plus the ballistic
 flight height for the jump), so the clips are physically consistent with the model.
 
-Run ``bcg-make-motions`` (or ``python -m bcg_train.motion.synthesize``) to rewrite
+Run ``bcg-make-motions`` (or ``python -m bcg_train.cli.make_motions``) to rewrite
 ``models/motions/*.csv``.
 """
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 from typing import Callable
 
 import mujoco
 import numpy as np
 
-from bcg_robot.config import RobotConfig, load_robot_config
-from bcg_robot.errors import exit_on_input_error
+from bcg_robot.config import RobotConfig
 from bcg_robot.model import build_model, joint_qpos_indices
 from bcg_robot.paths import share_file
-from bcg_train.motion.loader import CSV_FPS, MotionClip, write_motion_csv
+from bcg_train.motion.loader import CSV_FPS, MotionClip
 
 GRAVITY = 9.81
 MOTIONS_DIR = share_file("models/motions")
@@ -140,29 +137,3 @@ def synthesize(name: str, cfg: RobotConfig, model: mujoco.MjModel | None = None,
         joint_pos[k] = q
     quat = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
     return MotionClip(name=name, fps=fps, root_pos=root_pos, root_quat=quat, joint_pos=joint_pos)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bcg-make-motions", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=MOTIONS_DIR, help="output folder (default: models/motions)")
-    parser.add_argument("--robot", type=Path, default=None, help="robot config YAML")
-    parser.add_argument("motions", nargs="*", default=list(MOTIONS), help=f"which clips ({', '.join(MOTIONS)})")
-    args = parser.parse_args(argv)
-    with exit_on_input_error(parser.prog):
-        cfg = load_robot_config(args.robot) if args.robot else load_robot_config()
-        model = build_model(cfg, "train")
-        for name in args.motions:
-            if name not in MOTIONS:
-                parser.error(f"unknown motion '{name}' (known: {', '.join(MOTIONS)})")
-            clip = synthesize(name, cfg, model)
-            path = write_motion_csv(
-                args.out / f"{name}.csv", clip,
-                comment=f"BCG synthesized clip '{name}': {clip.duration_s:.2f} s at {clip.fps:g} fps, G1 CSV format\n"
-                "columns: root x,y,z, root quat x,y,z,w, 29 joint angles in motor order",
-            )
-            print(f"{path}: {clip.num_frames} frames, {clip.duration_s:.2f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,7 +2,8 @@
 
 One control step (50 Hz by default) runs ``n_substeps = control_dt / opt.timestep``
 physics steps. Every substep recomputes the joint-space PD torque from the position
-targets, ``tau = clip(kp (q* - q) + kd (0 - dq), -effort, effort)``, and applies it
+targets, ``tau = clip(kp (q* - q) + kd (0 - dq), -effort, effort)`` (the drives' law,
+:func:`bcg_robot.pd.pd_torque`, shared with the sim bridge and the node), and applies it
 through the model's motor actuators (``ctrl``). The per-contact normal force of
 every substep is recorded, so callers see the force at the end of the step, its
 peak over the step and the normal impulse summed over the step.
@@ -24,6 +25,7 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
+from bcg_robot.pd import pd_torque
 from bcg_train.sim import solver
 from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.contact import contact_normal_forces
@@ -158,10 +160,10 @@ class MjxSim:
         return self._default_pose + self.drive.action_scale * jnp.asarray(action, self.dtype)
 
     def pd_torque(self, data: mjx.Data, q_target: jax.Array) -> jax.Array:
+        """The drives' PD law (:func:`bcg_robot.pd.pd_torque`) with ``dq_des = tau_ff = 0``."""
         q = data.qpos[self.actuated_qposadr]
         dq = data.qvel[self.actuated_dofadr]
-        tau = self._kp * (q_target - q) + self._kd * (0.0 - dq)
-        return jnp.clip(tau, -self._effort, self._effort)
+        return pd_torque(q_target, q, 0.0, dq, self._kp, self._kd, 0.0, self._effort, xp=jnp)
 
     def physics_step(self, data: mjx.Data, q_target: jax.Array) -> tuple[mjx.Data, jax.Array]:
         """One physics step with the PD torque; returns new data and per-contact normal force."""

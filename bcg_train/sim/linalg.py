@@ -6,7 +6,7 @@ over XLA's intra-op thread pool (``ParallelBatchMap``) and block waiting for it.
 2-core CI machine two such kernels running at once each hold one of the two pool threads
 and wait for the other forever: SHAC's iteration hung in ``lapack_spotrf`` (Cholesky of
 the Newton Hessian) and, with ``--xla_cpu_multi_thread_eigen=false``, in the batched
-triangular solve (issue #3/#4 notes). The matrices here are tiny (the G1's 35x35 Hessian,
+triangular solve. The matrices here are tiny (the G1's 35x35 Hessian,
 3x3 Gram matrices), so column loops in ``jax.numpy`` cost little, batch cleanly under
 ``vmap`` and differentiate in reverse mode.
 

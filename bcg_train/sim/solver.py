@@ -5,7 +5,7 @@ Why this exists: ``mjx.solve`` runs more than one solver iteration inside
 ``mjx.step`` only works with ``opt.iterations == 1``. One Newton iteration is not enough
 for the G1: with ``iterations=1`` MJX (unlike MuJoCo C) lets the standing G1 diverge under
 0.05 rad action noise, NaN in float32 and a fall in float64, at soft and default contact
-alike (measured in issue #3), while 3-4 iterations hold it.
+alike (measured on the pinned ``mujoco``), while 3-4 iterations hold it.
 
 :func:`solve` is ``mjx.solve`` with the ``while_loop`` replaced by a ``scan`` of exactly
 ``opt.iterations`` steps; once the solver's own stopping test says done, the remaining

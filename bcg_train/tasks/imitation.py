@@ -40,7 +40,7 @@ import numpy as np
 
 from bcg_robot.config import RobotConfig
 from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
-from bcg_robot.observation import build_observation, observation_size
+from bcg_robot.observation import build_observation, observation_size, raw_inputs
 from bcg_robot.paths import share_file
 from bcg_train.bcg.bundle import BundledSim, BundledState
 from bcg_train.motion.reference import ReferenceMotion, load_reference_motion
@@ -147,14 +147,8 @@ class ImitationTask:
     def raw_inputs(self, state: ImitationState) -> dict[str, jax.Array]:
         """The policy's raw inputs, as the robot reports them (see bcg_robot.observation)."""
         d = state.sim.sim.data
-        return {
-            "imu_quat": d.qpos[:, 3:7],
-            "imu_gyro": d.qvel[:, 3:6],
-            "joint_pos": d.qpos[:, self.qi],
-            "joint_vel": d.qvel[:, self.di],
-            "last_action": state.last_action,
-            "phase": self.phase(state.frame),
-        }
+        return raw_inputs(d.qpos[:, 3:7], d.qvel[:, 3:6], d.qpos[:, self.qi], d.qvel[:, self.di], state.last_action,
+                          self.phase(state.frame))
 
     def observe(self, state: ImitationState) -> jax.Array:
         return build_observation(self.cfg.observation_spec, self.raw_inputs(state), self.default_pose, xp=jnp)

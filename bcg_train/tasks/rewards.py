@@ -71,7 +71,8 @@ def reward_terms(
 
 
 def key_body_error(robot: TrackedState, ref: TrackedState, xp: Any = np) -> Any:
-    """Mean Euclidean key-body position error (m): the tracking error E_track."""
+    """Mean Euclidean world key-body position error (m): the trainer's ``tracking_error_m`` and
+    termination test (evaluations report E_track, :mod:`bcg_robot.metrics`, instead)."""
     return xp.mean(xp.sqrt(xp.sum((robot.key_body_pos - ref.key_body_pos) ** 2, axis=-1) + 1e-12), axis=-1)
 
 

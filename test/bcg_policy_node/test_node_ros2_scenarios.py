@@ -1,4 +1,4 @@
-"""The policy node as a real process against a loopback robot over real ROS 2 DDS.
+"""The policy node as a real process against the sim bridge (its G1 frozen at the default pose) over real ROS 2 DDS.
 
 Watchdog scenarios use a safety config whose stale limit is 10 periods instead of 3 and
 a 1 s deadman, so a loaded test machine (processes descheduled for 100 ms and more)
@@ -24,9 +24,11 @@ from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, PROBE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer,
-                                           ProcessSet, back_to_hold, enter_run, ros_args, wait_first_hold)
-from bcg_policy_node.bench.sample_policies import truncate, write_policy
+from bcg_sim_bridge.harness.observer import (LOAD_FAULTS, Observer, back_to_hold, enter_run, robot_parameters,
+                                             wait_first_hold)
+from bcg_sim_bridge.harness.processes import (BRIDGE_MODULE, NODE_MODULE, PROBE_MODULE, SENTINEL_MODULE, ProcessGroup,
+                                              ros_args)
+from bcg_sim_bridge.harness.sample_policies import truncate, write_policy
 
 pytestmark = pytest.mark.slow
 DEADMAN_S = 1.0
@@ -45,11 +47,11 @@ def rig(robot, tmp_path_factory):
     safety.write_text("stale_periods: 10.0\n")
     policy = write_policy(tmp / "random.onnx", robot, "random")
     rclpy.init()
-    procs = ProcessSet(tmp / "logs")
+    procs = ProcessGroup(tmp / "logs")
     obs = Observer(robot.num_joints)
     obs.deadman_enabled.set()
-    procs.start("robot", ROBOT_MODULE, {"physics": False, "state_rate_hz": 200.0})
-    procs.start("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
+    procs.start_module("robot", BRIDGE_MODULE, robot_parameters(frozen_pose=True, state_rate_hz=200.0))
+    procs.start_module("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
                                       "deadman_timeout_s": DEADMAN_S})
     try:
         wait_first_hold(obs, procs)
@@ -189,7 +191,7 @@ def test_a_policy_that_outputs_nan_is_damped_at_its_first_tick(rig, robot):
     procs.stop("node")  # the tests below start their own nodes
     t_start = time.monotonic()
     nan_policy = write_policy(tmp / "nan.onnx", robot, "nan")
-    procs.start("nan_node", NODE_MODULE, {"policy_path": str(nan_policy), "safety_config": str(safety), "autostart": True})
+    procs.start_module("nan_node", NODE_MODULE, {"policy_path": str(nan_policy), "safety_config": str(safety), "autostart": True})
     try:
         obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
         for _ in range(TRIES):
@@ -236,7 +238,7 @@ def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
         assert len(errors) == 1 and str(path) in errors[0] and message in errors[0], (name, run.stdout)
         assert run.stdout.count(message) == 1, (name, run.stdout)  # said once, not logged and printed
     # without autostart the lifecycle node refuses configure and stays unconfigured
-    procs.start("manual", NODE_MODULE, {"policy_path": str(cases["names"][0])})
+    procs.start_module("manual", NODE_MODULE, {"policy_path": str(cases["names"][0])})
     try:
         change = obs.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
         get = obs.create_client(GetState, f"{api.NODE_NAME}/get_state")
@@ -276,8 +278,8 @@ def test_killing_the_node_makes_the_sentinel_damp(rig, robot):
     obs, procs, tmp, safety, policy = rig
     procs.stop("node")
     t_start = time.monotonic()
-    procs.start("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
-    procs.start("sentinel", SENTINEL_MODULE, {})
+    procs.start_module("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
+    procs.start_module("sentinel", SENTINEL_MODULE, {})
     obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
     enter_run(obs)
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
@@ -321,7 +323,7 @@ def test_operator_api_exists_from_configure_to_cleanup_and_outputs_only_while_ac
         assert time.monotonic() < deadline, "the stopped node's operator API is still in the graph"
         time.sleep(0.1)
     print(f"stopped nodes' services gone after {time.monotonic() - t_stop:.1f} s")
-    procs.start("lifecycle", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety)})
+    procs.start_module("lifecycle", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety)})
     try:
         change = obs.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
         assert change.wait_for_service(timeout_sec=60)

@@ -1,9 +1,10 @@
-"""The policy node over real unitree_sdk2py DDS on ``lo``, against a loopback LowState robot.
+"""The policy node over real unitree_sdk2py DDS on ``lo``, against the sim bridge (its G1 frozen at the default pose).
 
 The SDK side runs in a domain of its own, away from the ROS domain of this test process
-(ROS topic ``lowcmd`` is DDS topic ``rt/lowcmd`` too). The robot reports mode_machine 4
+(ROS topic ``lowcmd`` is DDS topic ``rt/lowcmd`` too). The bridge reports mode_machine 4
 (not the 29-DoF default 5) so a copied value is told apart from a hard-coded one; it
-drops and counts every LowCmd with a wrong CRC, mode_machine or motor mode.
+drops and counts every LowCmd with a wrong CRC or mode_machine, and counts every one that
+disables a motor.
 """
 
 import os
@@ -19,9 +20,11 @@ import rclpy
 from bcg_robot.config import load_robot_config
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.harness import (LOAD_FAULTS, NODE_MODULE, PROBE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer,
-                                           ProcessSet, back_to_hold, enter_run, ros_args, wait_first_hold)
-from bcg_policy_node.bench.sample_policies import write_policy
+from bcg_sim_bridge.harness.observer import (LOAD_FAULTS, Observer, back_to_hold, enter_run, robot_parameters,
+                                             wait_first_hold)
+from bcg_sim_bridge.harness.processes import (BRIDGE_MODULE, NODE_MODULE, PROBE_MODULE, SENTINEL_MODULE, ProcessGroup,
+                                              ros_args)
+from bcg_sim_bridge.harness.sample_policies import write_policy
 
 pytestmark = pytest.mark.slow
 SDK_DOMAIN = 202 + os.getpid() % 30
@@ -44,10 +47,10 @@ def rig(robot, tmp_path_factory):
     safety.write_text("stale_periods: 10.0\n")
     policy = write_policy(tmp / "random.onnx", robot, "random")
     rclpy.init()
-    procs = ProcessSet(tmp / "logs")
+    procs = ProcessGroup(tmp / "logs")
     obs = Observer(robot.num_joints)
-    procs.start("robot", ROBOT_MODULE, {"interface": "unitree_sdk", "domain_id": SDK_DOMAIN, "physics": False,
-                                        "state_rate_hz": 100.0, "mode_machine": MODE_MACHINE})
+    procs.start_module("robot", BRIDGE_MODULE, robot_parameters(interface="unitree_sdk", domain_id=SDK_DOMAIN, frozen_pose=True,
+                                                                state_rate_hz=100.0, mode_machine=MODE_MACHINE))
     try:
         yield obs, procs, tmp, safety, policy
     finally:
@@ -70,7 +73,7 @@ def test_sport_mode_release_without_a_motion_switcher_is_a_clear_error(rig):
 @pytest.fixture(scope="module")
 def sdk_node(rig):
     obs, procs, tmp, safety, policy = rig
-    procs.start("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
+    procs.start_module("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
                                       **sdk_params(release_sport_mode=False)})
     wait_first_hold(obs, procs)
     return rig
@@ -82,9 +85,9 @@ def test_every_lowcmd_has_crc_copied_mode_machine_and_motor_mode(sdk_node, robot
     t0 = time.monotonic()
     time.sleep(1.0)
     held = obs.received_since(t0)
-    status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("received", 0) > 40 else None, 10, "commands")
+    status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("accepted", 0) > 40 else None, 10, "commands")
     assert len(held) > 20 and all(np.allclose(c.q, robot.default_q, atol=1e-6) for _, c in held)  # float32 on the wire
-    assert status["bad_crc"] == 0 and status["bad_mode_machine"] == 0 and status["bad_motor_mode"] == 0
+    assert status["bad_crc"] == 0 and status["bad_mode_machine"] == 0 and status["disabled_motor_cmds"] == 0
 
 
 def test_remote_start_enters_run(sdk_node):
@@ -153,7 +156,7 @@ def test_a_second_sdk_commander_trips_damp(sdk_node):
 
 def test_sentinel_damps_over_the_sdk_when_the_node_dies(sdk_node, robot):
     obs, procs, tmp, safety, policy = sdk_node
-    procs.start("sentinel", SENTINEL_MODULE, sdk_params())
+    procs.start_module("sentinel", SENTINEL_MODULE, sdk_params())
     enter_run(obs)
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(0.5)
@@ -172,7 +175,7 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     at 100 Hz for 3 s. Damping must keep reaching the motors during and after it, the
     sentinel must report the writer, and SIGINT must end the sentinel within 1 s."""
     obs, procs, tmp, safety, policy = sdk_node
-    assert procs.procs["sentinel"].poll() is None and obs.sentinel_states[-1][1] == "TAKEN_OVER"
+    assert procs.nodes["sentinel"].alive() and obs.sentinel_states[-1][1] == "TAKEN_OVER"
     probe = start_probe(tmp, 300, "writer")
     try:
         obs.wait_received(lambda c: not c.is_damping(), time.monotonic(), 30, "the second writer's commands")
@@ -188,7 +191,7 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     assert per_window.min() >= 2, per_window  # the sentinel's 50 Hz damping never stopped (>= 2 per 250 ms)
     assert all(c.is_damping() for _, c in obs.received_since(t_done + 0.1))
     assert any("foreign_commander: unstamped rt/lowcmd writer" in text for _, text in obs.sentinel_faults)
-    sentinel = procs.procs["sentinel"]
+    sentinel = procs.nodes["sentinel"].process
     t_int = time.monotonic()
     sentinel.send_signal(signal.SIGINT)
     sentinel.wait(timeout=10)

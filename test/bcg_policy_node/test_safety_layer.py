@@ -186,6 +186,19 @@ def test_trip_damps_in_the_same_tick_and_latches_until_reset(robot):
     assert rig.step().state is ControlState.RAMP
 
 
+def test_damp_uses_the_robot_config_kd_like_the_sentinel(robot):
+    config = SafetyConfig(damping_kd_scale=1.5)
+    policy = FakePolicy(robot)
+    policy.contract = dataclasses.replace(policy.contract, kd=tuple(1.2 * k for k in robot.kd))  # within a relaxed ratio
+    rig = Rig(robot, policy, config)
+    rig.to_hold()
+    rig.loop.request_stop(rig.t)
+    command = rig.step().command
+    assert command.is_damping()
+    np.testing.assert_array_equal(command.kd, config.damping_kd(robot))  # what the sentinel sends
+    np.testing.assert_allclose(command.kd, 1.5 * robot.kd_array)
+
+
 def test_nan_action_trips_and_sends_damping(robot):
     rig = Rig(robot, FakePolicy(robot, nan=True))
     rig.to_hold()

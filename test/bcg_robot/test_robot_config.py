@@ -97,7 +97,7 @@ def test_invalid_yaml_and_missing_file(tmp_path):
 def test_cli_prints_one_line_and_exits_nonzero(tmp_path):
     path = _write_variant(tmp_path, kp=[1.0] * 3)
     proc = subprocess.run(
-        [sys.executable, "-m", "bcg_robot.cli", "--robot-config", str(path)],
+        [sys.executable, "-m", "bcg_robot.cli.robot_info", "--robot-config", str(path)],
         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2],
     )
     assert proc.returncode == 2

@@ -98,7 +98,7 @@ def test_ros2_bridge_optional_timeout_damps(robot, tmp_path):
 
 def test_unitree_bridge_drops_and_counts_bad_crc(tmp_path):
     domain = 2 + (os.getpid() + 101) % 200
-    bridge = _start_bridge(tmp_path, interface="unitree_dds", domain_id=domain)
+    bridge = _start_bridge(tmp_path, interface="unitree_sdk", domain_id=domain)
     try:
         probe = subprocess.run(
             [sys.executable, "-m", "bcg_sim_bridge.unitree_probe", "--domain", str(domain), "--good", "40", "--bad", "12",

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from bcg_robot import metrics
 from bcg_robot.config import load_robot_config
 from bcg_sim_bridge.physics import DriveMode
 from bcg_sim_bridge.sim2sim.analysis import KeyBodyFK, percentiles_ms, tracking_error_cm
@@ -20,8 +21,8 @@ def test_tracking_error_is_zero_on_the_reference_and_grows_with_deviation(robot)
     bent = ref.copy()
     bent[:, robot.joint_names.index("left_elbow")] += 0.3
     mean, worst = tracking_error_cm(fk, bent, ref)
-    # only the left wrist moves: about forearm length (~0.2 m) * 0.3 rad, averaged over 7 key bodies
-    assert 3.0 < worst < 10.0 and mean == pytest.approx(worst / 7, rel=1e-6)
+    # only the left wrist moves: about forearm length (~0.2 m) * 0.3 rad, averaged over the tracked bodies
+    assert 3.0 < worst < 10.0 and mean == pytest.approx(worst / len(metrics.TRACKED_BODIES), rel=1e-6)
 
 
 def test_percentiles_ignore_non_finite_samples():

@@ -25,14 +25,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _sim2sim(out: Path, *args: str) -> tuple[int, dict, str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "bcg_sim_bridge.sim2sim.cli", "--out", str(out), "--no-video", "--attempts", "3",
+        [sys.executable, "-m", "bcg_sim_bridge.cli.sim2sim", "--out", str(out), "--no-video", "--attempts", "3",
          "--stale-periods", "10", "--dropout-ms", "500", "--run-seconds", "2", *args], cwd=ROOT, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
     return proc.returncode, report, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
-@pytest.mark.parametrize("interface", ["ros2", "unitree_dds"])
+@pytest.mark.parametrize("interface", ["ros2", "unitree_sdk"])
 def test_default_pose_policy_passes_sim2sim(interface, tmp_path):
     code, report, output = _sim2sim(tmp_path, "--interface", interface)
     assert code == 0, output
@@ -81,7 +81,7 @@ def test_fault_run_exit_code_reflects_the_scenarios(ros2_faults):
 @pytest.fixture(scope="module")
 def unitree_crc(tmp_path_factory):
     out = tmp_path_factory.mktemp("faults_unitree")
-    code, report, output = _sim2sim(out, "--interface", "unitree_dds", "--no-nominal", "--fault", "crc", "--fault", "estop",
+    code, report, output = _sim2sim(out, "--interface", "unitree_sdk", "--no-nominal", "--fault", "crc", "--fault", "estop",
                                     "--fault", "foreign")
     return code, {r["scenario"]: r for r in report.get("results", [])}, output
 
@@ -94,7 +94,7 @@ def test_corrupted_lowcmds_are_dropped_and_counted_by_the_bridge(unitree_crc):
     assert crc["ends_in_damp"]
 
 
-def test_remote_estop_over_unitree_dds_ends_in_damp(unitree_crc):
+def test_remote_estop_over_unitree_sdk_ends_in_damp(unitree_crc):
     _, results, output = unitree_crc
     estop = results["estop"]
     assert estop["passed"] and estop["reason"] == "remote_estop", (estop.get("observed"), output)
@@ -120,7 +120,7 @@ def test_a_policy_with_good_metadata_and_a_wrong_graph_is_exit_2_with_its_reason
 
     from bcg_robot.config import load_robot_config
     from bcg_robot.contract import PolicyContract
-    from bcg_policy_node.bench.sample_policies import write_policy
+    from bcg_sim_bridge.harness.sample_policies import write_policy
 
     robot = load_robot_config(check_model=False)
     c = PolicyContract.for_robot(robot)
@@ -131,7 +131,7 @@ def test_a_policy_with_good_metadata_and_a_wrong_graph_is_exit_2_with_its_reason
     onnx.helper.set_model_props(model, c.to_metadata())  # the robot's own, valid contract over a 23-joint graph
     bad = tmp_path / "bad_graph.onnx"
     onnx.save(model, str(bad))
-    proc = subprocess.run([sys.executable, "-m", "bcg_sim_bridge.sim2sim.cli", "--policy", str(bad), "--out",
+    proc = subprocess.run([sys.executable, "-m", "bcg_sim_bridge.cli.sim2sim", "--policy", str(bad), "--out",
                            str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]

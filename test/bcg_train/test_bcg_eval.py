@@ -9,7 +9,7 @@ from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_sim_bridge.policies import shipped_policy
 from bcg_train.cli.evaluate import main as eval_main
-from bcg_train.export.onnx_graph import default_pose_weights, save_policy_onnx
+from bcg_robot.onnx_graph import default_pose_weights, save_policy_onnx
 
 
 def _policy(tmp_path: Path) -> Path:

@@ -7,14 +7,15 @@ import pytest
 
 from bcg_robot.config import load_robot_config
 from bcg_train.bcg import BCGConfig, BundledSim
-from bcg_train.bench.g1_landing import build_landing_problem, landing_cost
+from bcg_train.tasks.g1_landing import build_landing_problem, landing_cost
 from bcg_train.bcg.rollout import per_env_action_gradients
 from bcg_train.sim.jax_setup import enable_compilation_cache
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("g1")]  # one G1 compile at a time
 
 enable_compilation_cache()
 
 
-@pytest.mark.slow
 def test_g1_bcg_gradient_through_landing_is_finite_and_bundles_fire():
     problem = build_landing_problem(load_robot_config(), drop_height=0.01)
     sim = problem.sim

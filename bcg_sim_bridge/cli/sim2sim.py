@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
-from bcg_policy_node.policy.onnx_policy import OnnxPolicy
 from bcg_robot.errors import exit_on_input_error
+from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, INTERFACES, load_bridge_config
 from bcg_sim_bridge.policies import resolve_policy
 from bcg_sim_bridge.sim2sim.scenarios import FAULTS, SCENARIOS

@@ -1,10 +1,10 @@
-"""Load a BCG ONNX policy with onnxruntime (one thread) and check its contract.
+"""Load a BCG ONNX policy with onnxruntime (one thread), checking its signature and contract.
 
-Inputs and outputs must have the contract's names and the robot's sizes (checked first);
-the contract comes from the file's metadata (``custom_metadata_map``) and must match the
-robot config (joint names and order, count, control dt, observation spec, default pose,
-gains within ``policy_gain_ratio``). Any problem is a
-:class:`ContractError`: one line naming the file.
+Used by the policy node, ``bcg-sim2sim`` and ``bcg-eval``. Inputs and outputs must have
+the contract's names and the robot's sizes (checked first); the contract comes from the
+file's metadata (``custom_metadata_map``) and must match the robot config (joint names
+and order, count, control dt, observation spec, default pose, gains within
+``policy_gain_ratio``). Any problem is a :class:`ContractError`: one line naming the file.
 """
 
 from __future__ import annotations

@@ -1,25 +1,20 @@
-"""Drive real processes on loopback: the loopback robot, the policy node, the sentinel.
+"""The watching side of a test or benchmark: one rclpy node next to the bridge, policy node and sentinel.
 
-Used by the tests and by ``bcg-bench-node``. :class:`Observer` is an rclpy node in the
-driving process that records what the policy node publishes and what the robot's
-motors received, calls the operator services and injects faults; :class:`ProcessSet`
-starts and stops the processes (each writes its log to a file).
+:class:`Observer` records what the policy node and the sentinel publish and what the
+robot's drives received (the bridge's ``sim/received`` echo; start the bridge with
+``echo_commands``), calls the operator services and injects the bridge's state faults.
+:func:`enter_run` and :func:`back_to_hold` bring the node to RUN or HOLD, retrying what a
+starved process on a loaded machine spoils.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from diagnostic_msgs.msg import DiagnosticArray
@@ -30,60 +25,8 @@ from std_srvs.srv import Trigger
 from bcg_robot.wire import LowCommand
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.loopback_robot import INJECT_TOPIC, RECEIVED_TOPIC, STATUS_TOPIC
-
-ROBOT_MODULE = "bcg_policy_node.bench.loopback_robot"
-NODE_MODULE = "bcg_policy_node.node.policy_node"
-SENTINEL_MODULE = "bcg_policy_node.sentinel.sentinel_node"
-PROBE_MODULE = "bcg_sim_bridge.unitree_probe"
-
-
-def ros_args(params: dict) -> list[str]:
-    out = ["--ros-args"]
-    for key, value in params.items():
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        out += ["-p", f"{key}:={value}"]
-    return out
-
-
-class ProcessSet:
-    def __init__(self, log_dir: str | Path):
-        self.log_dir = Path(log_dir)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.procs: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, module: str, params: dict) -> subprocess.Popen:
-        log = open(self.log_dir / f"{name}.log", "w")
-        proc = subprocess.Popen([sys.executable, "-m", module, *ros_args(params)], stdout=log, stderr=subprocess.STDOUT,
-                                env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        self.procs[name] = proc
-        return proc
-
-    def log(self, name: str) -> str:
-        return (self.log_dir / f"{name}.log").read_text()
-
-    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
-        proc = self.procs[name]
-        proc.send_signal(sig)
-        proc.wait(timeout=20)
-
-    def stop(self, name: str) -> None:
-        """SIGINT (a clean shutdown) if it is still running."""
-        proc = self.procs.get(name)
-        if proc is not None and proc.poll() is None:
-            self.kill(name, signal.SIGINT)
-
-    def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+from bcg_sim_bridge.harness.processes import ProcessGroup
+from bcg_sim_bridge.topics import SIM_INJECT_TOPIC, SIM_RECEIVED_TOPIC, SIM_STATUS_TOPIC
 
 
 class Observer(Node):
@@ -110,13 +53,13 @@ class Observer(Node):
         sub(String, api.FAULT_TOPIC, lambda m: self._add(self.faults, m.data), api.latched_qos())
         sub(String, api.SENTINEL_STATE_TOPIC, lambda m: self._add(self.sentinel_states, m.data), api.latched_qos())
         sub(String, api.SENTINEL_FAULT_TOPIC, lambda m: self._add(self.sentinel_faults, m.data), api.latched_qos())
-        sub(Float64MultiArray, RECEIVED_TOPIC, self._on_received, 100)
+        sub(Float64MultiArray, SIM_RECEIVED_TOPIC, self._on_received, 100)
         sub(Float64MultiArray, api.TIMING_TOPIC, lambda m: self._add(self.timing, tuple(m.data), stamp=False), 100)
         sub(UInt64, api.HEARTBEAT_TOPIC, lambda m: self._add(self.heartbeats, time.monotonic(), stamp=False), 100)
-        sub(String, STATUS_TOPIC, self._on_status, 10)
+        sub(String, SIM_STATUS_TOPIC, self._on_status, 10)
         sub(JointState, api.JOINT_STATES_TOPIC, lambda m: self._add(self.joint_states, m, stamp=False), 10)
         sub(DiagnosticArray, api.DIAGNOSTICS_TOPIC, lambda m: self._add(self.diagnostics, m, stamp=False), 10)
-        self.inject_pub = self.create_publisher(String, INJECT_TOPIC, 10)
+        self.inject_pub = self.create_publisher(String, SIM_INJECT_TOPIC, 10)
         self.estop_pub = self.create_publisher(Bool, api.ESTOP_TOPIC, 10)
         self.deadman_pub = self.create_publisher(Empty, api.DEADMAN_TOPIC, 10)
         self._trigger_clients = {name: self.create_client(Trigger, name)
@@ -210,7 +153,6 @@ class Observer(Node):
 def back_to_hold(obs: Observer, timeout: float = 30.0) -> None:
     """Clear injections and e-stop, stop and reset the node unless it holds, wait for HOLD."""
     obs.inject("clear")
-    obs.inject("reset_sim")
     obs.estop_pub.publish(Bool(data=False))
     deadline = time.monotonic() + timeout
     while obs.state() != "HOLD":
@@ -219,7 +161,6 @@ def back_to_hold(obs: Observer, timeout: float = 30.0) -> None:
         if obs.state() == "RUN":
             obs.call(api.STOP_SERVICE)
         if obs.state() == "DAMP":
-            obs.inject("reset_sim")  # a damped simulated robot may have sagged or fallen
             obs.call(api.RESET_SERVICE)  # refused while the fault is still present; retried
         time.sleep(0.1)
 
@@ -245,12 +186,18 @@ def enter_run(obs: Observer, tries: int = 5) -> float:
     raise RuntimeError(f"could not enter RUN in {tries} tries: {last}; faults {obs.faults[-3:]}")
 
 
-def wait_first_hold(obs: Observer, procs: ProcessSet, timeout: float = 90.0) -> None:
+def wait_first_hold(obs: Observer, procs: ProcessGroup, timeout: float = 90.0) -> None:
     """After start-up: the node's first state (discovery is slow under load), then HOLD
     (a load fault during the first ramp is reset); the node's log is in the error."""
     try:
         obs.wait_for(lambda: obs.states, timeout, "the node's first state report")
         back_to_hold(obs, timeout)
     except TimeoutError as err:
-        log = procs.log("node")[-1500:] if "node" in procs.procs else ""
+        log = procs.log("node")[-1500:] if "node" in procs.nodes else ""
         raise TimeoutError(f"{err}\n--- node log ---\n{log}") from None
+
+
+def robot_parameters(**params) -> dict:
+    """The bridge's ROS parameters as the robot an :class:`Observer` watches: every command
+    the drives get is echoed on ``sim/received``; ``params`` (e.g. ``frozen_pose``) on top."""
+    return {"echo_commands": True, **params}

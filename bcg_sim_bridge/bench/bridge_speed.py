@@ -1,20 +1,19 @@
-"""``bcg-bench-bridge``: how fast the sim bridge runs, and how long a sim-to-sim run takes.
+"""The bridge benchmark (``bcg-bench-bridge``): how fast the sim bridge runs, and how long a sim-to-sim run takes.
 
-* physics only: :class:`~bcg_sim_bridge.physics.BridgePhysics` stepping in this process;
-* the bridge process with each interface (``ros2``, ``unitree_dds``) at 500 Hz and 1 kHz,
+* :func:`physics_only`: :class:`~bcg_sim_bridge.physics.BridgePhysics` stepping in this process;
+* :func:`bridge_process`: the bridge process with one interface (``ros2``, ``unitree_sdk``),
   unpaced (``realtime_factor`` 0), publishing state at its configured rate: the real-time
   factor it could sustain (> 1 means it keeps up with the robot's clock);
-* the wall time of one nominal ``bcg-sim2sim`` run (default-pose or shipped policy, ros2).
+* :func:`sim2sim_wall`: the wall time of one nominal ``bcg-sim2sim`` run (default-pose or
+  shipped policy, ros2).
 
-Prints a table and writes JSON (``--out``).
+:func:`print_rows` prints the table.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig
 from bcg_sim_bridge.physics import BridgePhysics, default_pose_command
 from bcg_sim_bridge.sim2sim.analysis import BridgeLog, percentiles_ms
 
-CODE_ROOT = str(Path(__file__).resolve().parents[1])
+CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def _env(domain: int) -> dict[str, str]:
@@ -65,7 +64,7 @@ def bridge_process(interface: str, hz: float, sim_s: float, domain: int, state_h
 def sim2sim_wall(domain: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "bcg_sim_bridge.sim2sim.cli", "--out", tmp, "--no-video",
+        proc = subprocess.run([sys.executable, "-m", "bcg_sim_bridge.cli.sim2sim", "--out", tmp, "--no-video",
                                "--attempts", "3", "--ros-domain", str(domain)], capture_output=True, text=True, env=_env(domain), timeout=900)
         wall = time.monotonic() - t0
         report = json.loads((Path(tmp) / "report.json").read_text()) if (Path(tmp) / "report.json").is_file() else {}
@@ -76,26 +75,7 @@ def sim2sim_wall(domain: int) -> dict:
             "startup_to_hold_s": marks.get("hold"), "run_s": (marks.get("stop", 0) - marks.get("run", 0)) if marks else None}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bcg-bench-bridge", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sim-seconds", type=float, default=5.0, help="simulated time per bridge measurement")
-    parser.add_argument("--state-hz", type=float, default=250.0, help="state messages per second (robot: 500)")
-    parser.add_argument("--no-sim2sim", action="store_true", help="skip the sim-to-sim wall-time measurement")
-    parser.add_argument("--out", default="runs/bench_bridge.json")
-    args = parser.parse_args(argv)
-    domain = random.randrange(100, 200, 2)
-    rows = [physics_only(hz, args.sim_seconds) for hz in (500.0, 1000.0)]
-    try:
-        from tqdm import tqdm
-    except ImportError:  # progress is optional
-        def tqdm(x, **_):
-            return x
-    cases = [(itf, hz) for itf in ("ros2", "unitree_dds") for hz in (500.0, 1000.0)]
-    for itf, hz in tqdm(cases, desc="bridge", unit="case"):
-        rows.append(bridge_process(itf, hz, args.sim_seconds, domain, args.state_hz))
-    if not args.no_sim2sim:
-        rows.append(sim2sim_wall(domain))
+def print_rows(rows: list[dict]) -> None:
     print(f"{'case':<42}{'RTF':>8}{'step p50 us':>13}{'step p99 us':>13}  other")
     for r in rows:
         other = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()
@@ -104,12 +84,3 @@ def main(argv: list[str] | None = None) -> int:
         p50 = f"{r['step_us']:.0f}" if "step_us" in r else "-"
         p99 = f"{r['step_p99_us']:.0f}" if "step_p99_us" in r else "-"
         print(f"{r['case']:<42}{rtf:>8}{p50:>13}{p99:>13}  {other if other else ''}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"load_average": os.getloadavg(), "cpus": os.cpu_count(), "rows": rows}, indent=2))
-    print(f"written {out} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
-    return 0 if all("error" not in r for r in rows) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

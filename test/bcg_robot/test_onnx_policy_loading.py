@@ -9,10 +9,11 @@ import pytest
 from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import ContractError
-from bcg_train.export.onnx_graph import forward_numpy
+from bcg_robot.observation import raw_inputs
+from bcg_robot.onnx_graph import forward_numpy
+from bcg_robot.onnx_policy import OnnxPolicy
 
-from bcg_policy_node.bench.sample_policies import random_weights, truncate, write_policy
-from bcg_policy_node.policy.onnx_policy import OnnxPolicy
+from bcg_sim_bridge.harness.sample_policies import random_weights, truncate, write_policy
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +24,8 @@ def robot():
 def raw_state(robot, rng):
     n = robot.num_joints
     quat = rng.normal(size=4)
-    return {"imu_quat": quat / np.linalg.norm(quat), "imu_gyro": rng.normal(size=3), "joint_pos": robot.default_q + 0.1 * rng.normal(size=n),
-            "joint_vel": rng.normal(size=n), "last_action": 0.3 * rng.normal(size=n), "phase": np.array([0.3])}
+    return raw_inputs(quat / np.linalg.norm(quat), rng.normal(size=3), robot.default_q + 0.1 * rng.normal(size=n),
+                      rng.normal(size=n), 0.3 * rng.normal(size=n), np.array([0.3]))
 
 
 def test_policy_runs_like_the_reference_graph(robot, tmp_path):

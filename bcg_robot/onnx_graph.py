@@ -3,8 +3,13 @@
 The graph computes the observation exactly as :mod:`bcg_robot.observation` does,
 normalizes it with the training statistics, runs the MLP (Linear, optional LayerNorm,
 ELU) and scales the action around the default pose. Everything the node needs is in
-one file; the contract travels as metadata. Only numpy and onnx are used here, so tests
-and the sim bridge can make policies without JAX or torch.
+one file; the contract travels as metadata (:meth:`PolicyContract.to_metadata`). Only
+numpy and onnx are used here: the trainer's exporter, the sim bridge and the tests all
+build their policies with :func:`save_policy_onnx`, without JAX or torch.
+
+:func:`forward_numpy` is the reference implementation of the graph, and
+:func:`_lower_feature` lowers each observation feature of :mod:`bcg_robot.observation`
+to ONNX operators.
 """
 
 from __future__ import annotations
@@ -92,7 +97,8 @@ class _GraphBuilder:
         return out
 
 
-def _feature(g: _GraphBuilder, name: str, q0: str) -> str:
+def _lower_feature(g: _GraphBuilder, name: str, q0: str) -> str:
+    """The ONNX operators computing observation feature ``name`` from the raw graph inputs."""
     if name == "projected_gravity":
         w, x, y, z = (g.op("Gather", ["imu_quat", g.index(f"q{i}", [i])], axis=1) for i in range(4))
         two, one = g.const("two", np.array(2.0)), g.const("one", np.array(1.0))
@@ -116,7 +122,7 @@ def build_policy_onnx(contract: PolicyContract, weights: PolicyWeights) -> onnx.
     n = contract.num_joints
     g = _GraphBuilder()
     q0 = g.const("default_pose", np.asarray(contract.default_pose).reshape(1, n))
-    obs = g.op("Concat", [_feature(g, f, q0) for f in contract.observation_spec], axis=1)
+    obs = g.op("Concat", [_lower_feature(g, f, q0) for f in contract.observation_spec], axis=1)
     x = g.op("Div", [g.op("Sub", [obs, g.const("obs_mean", weights.obs_mean)]), g.const("obs_std", weights.obs_std)])
     x = g.op("Clip", [x, g.const("obs_lo", np.array(-weights.obs_clip)), g.const("obs_hi", np.array(weights.obs_clip))])
     for i, layer in enumerate(weights.layers):

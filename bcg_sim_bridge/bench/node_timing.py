@@ -1,23 +1,23 @@
-"""``bcg-bench-node``: the policy node, its watchdogs and the sentinel, timed as real
-processes on loopback.
+"""The node benchmark (``bcg-bench-node``): the policy node, its watchdogs and the sentinel, timed as
+real processes against the sim bridge.
 
-Starts the loopback robot (real MuJoCo G1 by default), the policy node (autostart,
-default safety config, a 512-256-128 ELU policy that holds the default pose, operator
-deadman on) and the sentinel; runs the policy for ``--duration`` seconds and measures
-the control period's jitter against 20 ms, the state-to-command latency inside the node
-(newest state's arrival to the command handed to DDS) and CPU use. Then trips every
-watchdog in turn and measures its reaction (from the moment the fault condition holds
-to the first damping command the robot receives), and kills the node to time the
+:func:`run_node_benchmark` starts the sim bridge (MuJoCo G1 hanging in its elastic band,
+or with ``frozen_pose`` a G1 that stays at the default pose; every command its drives get
+echoed), the policy node (autostart, default safety config, a 512-256-128 ELU policy that
+holds the default pose, operator deadman on) and the sentinel; runs the policy for a
+while and measures the control period's jitter against 20 ms, the state-to-command
+latency inside the node (newest state's arrival to the command handed to DDS) and CPU
+use. Then it trips every watchdog in turn (the bridge's state faults, e-stop, operator
+stop, deadman) and measures its reaction (from the moment the fault condition holds to
+the first damping command the drives receive), and kills the node to time the
 sentinel's takeover (from the node's last command to the sentinel's first damping).
-Prints a table, writes JSON and a PNG to ``--out-dir``.
+:func:`print_table` and :func:`plot` report it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import dataclasses
 import os
-import signal
 import time
 from pathlib import Path
 
@@ -29,13 +29,14 @@ from std_msgs.msg import Bool
 from tqdm import tqdm
 
 from bcg_robot.config import load_robot_config
+from bcg_robot.wire import TRANSPORT_ROS2, TRANSPORT_UNITREE_SDK
 
 from bcg_policy_node import operator_api as api
-from bcg_policy_node.bench.cpu_usage import CpuMeter
-from bcg_policy_node.bench.harness import (NODE_MODULE, ROBOT_MODULE, SENTINEL_MODULE, Observer, ProcessSet, enter_run,
-                                           wait_first_hold)
-from bcg_policy_node.bench.sample_policies import write_policy
 from bcg_policy_node.config.safety_config import load_safety_config
+from bcg_sim_bridge.harness.observer import Observer, enter_run, robot_parameters, wait_first_hold
+from bcg_sim_bridge.harness.processes import BRIDGE_MODULE, NODE_MODULE, SENTINEL_MODULE, ProcessGroup
+from bcg_sim_bridge.harness.sample_policies import write_policy
+from bcg_sim_bridge.state_faults import INJECTIONS
 
 TARGETS_MS = {"jitter_p99": 1.0, "latency_p99": 2.0, "watchdog_reaction": 20.0, "sentinel_takeover": 120.0}
 ROS2_WATCHDOGS = ("freeze", "stall_tick", "nan", "overspeed", "tilt", "estop", "stop", "deadman")
@@ -51,20 +52,18 @@ def percentiles(values, nominal: float = 0.0) -> dict[str, float]:
     return {"n": int(v.size), "median": float(np.median(v)), "p99": float(np.percentile(v, 99)), "max": float(v.max())}
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="bcg-bench-node", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of policy running to time (default 60)")
-    parser.add_argument("--interface", choices=("ros2", "unitree_sdk"), default="ros2")
-    parser.add_argument("--no-physics", action="store_true", help="robot frozen at the default pose instead of MuJoCo")
-    parser.add_argument("--state-rate", type=float, default=500.0, help="robot state rate, Hz (default 500)")
-    parser.add_argument("--sdk-domain", type=int, default=171, help="unitree_sdk DDS domain (keep it off the ROS domain)")
-    parser.add_argument("--out-dir", default="bench_node_out", help="where JSON, PNG and process logs go")
-    return parser.parse_args(argv)
+@dataclasses.dataclass(frozen=True)
+class NodeBenchSettings:
+    duration_s: float = 60.0  # seconds of policy running to time
+    interface: str = TRANSPORT_ROS2
+    frozen_pose: bool = False  # the bridge's G1 stays at the default pose instead of MuJoCo physics
+    state_rate_hz: float = 500.0  # the bridge's state rate (the G1's)
+    sdk_domain: int = 171  # unitree_sdk DDS domain (kept off the ROS domain)
+    out_dir: Path = Path("bench_node_out")  # JSON, PNG and process logs
 
 
-def steady_phase(obs, procs, duration: float, dt: float) -> dict:
-    meter = CpuMeter({name: p.pid for name, p in procs.procs.items()})
-    n_timing, t0 = len(obs.timing), time.monotonic()
+def steady_phase(obs, procs: ProcessGroup, duration: float, dt: float) -> dict:
+    cpu0, n_timing, t0 = procs.cpu_seconds(), len(obs.timing), time.monotonic()
     interruptions = []  # trips during the timed run (a loaded machine can starve the robot process)
     with tqdm(total=int(duration), desc="policy running", unit="s") as bar:
         while (elapsed := time.monotonic() - t0) < duration:
@@ -75,7 +74,8 @@ def steady_phase(obs, procs, duration: float, dt: float) -> dict:
                 interruptions.append({"at_s": time.monotonic() - t0, "fault": fault})
                 bar.write(f"node left RUN at {time.monotonic() - t0:.1f} s: {fault}; resetting")
                 enter_run(obs)
-    cpu = meter.percent()
+    wall = time.monotonic() - t0
+    cpu = {name: 100.0 * (spent - cpu0[name]) / wall for name, spent in procs.cpu_seconds().items() if name in cpu0}
     timing = np.array(obs.timing[n_timing:], dtype=float)
     received = [t for t, c in obs.received_since(t0)]
     return {
@@ -91,9 +91,8 @@ def steady_phase(obs, procs, duration: float, dt: float) -> dict:
     }
 
 
-EXPECTED = {"freeze": "stale_state", "stall_tick": "tick_stalled", "nan": "nonfinite_state", "overspeed": "joint_velocity",
-            "tilt": "tilt", "estop": "estop", "stop": "operator_stop", "deadman": "deadman", "motor_fault": "motor_fault",
-            "hot": "motor_temperature", "remote_estop": "remote_estop", "corrupt_crc": "stale_state"}
+EXPECTED = {**{name: kind for name, kind in INJECTIONS.items() if kind},
+            "estop": "estop", "stop": "operator_stop", "deadman": "deadman"}
 
 
 def trip_watchdog(obs, trigger: str, stale_window: float, tries: int = 4) -> dict:
@@ -149,12 +148,12 @@ def trip(obs, trigger: str, stale_window: float) -> dict:
             "from_trigger_ms": 1e3 * (t_damp - t0)}
 
 
-def sentinel_takeover(obs, procs) -> dict:
+def sentinel_takeover(obs, procs: ProcessGroup) -> dict:
     enter_run(obs)
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(1.0)
     t_kill = time.monotonic()
-    procs.kill("node", signal.SIGKILL)
+    procs.kill("node")
     t_damp, _ = obs.wait_received(lambda c: c.is_damping(), t_kill, 10, "sentinel damping")
     last_node = max(t for t, c in obs.received_since(t_kill - 1.0) if t < t_damp and not c.is_damping())
     return {"takeover_ms": 1e3 * (t_damp - last_node), "after_kill_ms": 1e3 * (t_damp - t_kill)}
@@ -213,31 +212,33 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run_node_benchmark(settings: NodeBenchSettings) -> dict:
+    """Start the processes, time them, trip every watchdog, kill the node; the result (JSON-able)."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    out = Path(args.out_dir)
+    out = Path(settings.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     robot = load_robot_config()
     safety = load_safety_config()
     policy = write_policy(out / "holding_mlp.onnx", robot, "holding_mlp")
-    sdk = {"kind": "unitree_sdk", "domain_id": args.sdk_domain, "release_sport_mode": False} if args.interface == "unitree_sdk" else {}
+    sdk = ({"kind": TRANSPORT_UNITREE_SDK, "domain_id": settings.sdk_domain, "release_sport_mode": False}
+           if settings.interface == TRANSPORT_UNITREE_SDK else {})
     rclpy.init()
-    procs = ProcessSet(out / "logs")
+    procs = ProcessGroup(out / "logs")
     obs = Observer(robot.num_joints)
     obs.deadman_enabled.set()
     try:
-        procs.start("robot", ROBOT_MODULE, {"interface": args.interface, "domain_id": args.sdk_domain,
-                                            "physics": not args.no_physics, "state_rate_hz": args.state_rate})
-        procs.start("node", NODE_MODULE, {"policy_path": str(policy), "autostart": True,
-                                          "deadman_timeout_s": DEADMAN_TIMEOUT_S, **sdk})
-        procs.start("sentinel", SENTINEL_MODULE, sdk)
+        procs.start_module("bridge", BRIDGE_MODULE, robot_parameters(
+            interface=settings.interface, domain_id=settings.sdk_domain, frozen_pose=settings.frozen_pose,
+            state_rate_hz=settings.state_rate_hz))
+        procs.start_module("node", NODE_MODULE, {"policy_path": str(policy), "autostart": True,
+                                                 "deadman_timeout_s": DEADMAN_TIMEOUT_S, **sdk})
+        procs.start_module("sentinel", SENTINEL_MODULE, sdk)
         print("waiting for the node to ramp to the default pose ...", flush=True)
         wait_first_hold(obs, procs)
         enter_run(obs)
-        steady = steady_phase(obs, procs, args.duration, robot.control_dt)
+        steady = steady_phase(obs, procs, settings.duration_s, robot.control_dt)
         watchdogs = []
-        names = SDK_WATCHDOGS if args.interface == "unitree_sdk" else ROS2_WATCHDOGS
+        names = SDK_WATCHDOGS if settings.interface == TRANSPORT_UNITREE_SDK else ROS2_WATCHDOGS
         for trigger in names:
             print(f"tripping {trigger} ...", flush=True)
             watchdogs.append(trip_watchdog(obs, trigger, safety.stale_periods * robot.control_dt))
@@ -247,15 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         procs.stop_all()
         obs.close()
         rclpy.try_shutdown()
-    result = {"interface": args.interface, "robot": "loopback MuJoCo G1" if not args.no_physics else "loopback static G1",
-              "state_rate_hz": args.state_rate, "cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
-              "targets_ms": TARGETS_MS, "steady": steady, "watchdogs": watchdogs, "sentinel": sentinel}
-    print_table(result)
-    plot(result, out / "bench_node.png")
-    (out / "bench_node.json").write_text(json.dumps(result, indent=2))
-    print(f"wrote {out / 'bench_node.json'} and {out / 'bench_node.png'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return {"interface": settings.interface,
+            "robot": "sim bridge, G1 frozen at the default pose" if settings.frozen_pose else "sim bridge, MuJoCo G1 in the band",
+            "state_rate_hz": settings.state_rate_hz, "cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
+            "targets_ms": TARGETS_MS, "steady": steady, "watchdogs": watchdogs, "sentinel": sentinel}

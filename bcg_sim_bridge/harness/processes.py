@@ -1,4 +1,9 @@
-"""Start the node list as plain processes (no launch_ros), each with its own log file."""
+"""The one process harness: the node list (or single modules) as plain processes, each with its own log file.
+
+``bcg-sim2sim`` starts the node list of :mod:`bcg_sim_bridge.node_list` here (no
+launch_ros); the node's tests and the benchmarks start the bridge, the policy node and
+the sentinel by module with the ROS parameters they need (:meth:`ProcessGroup.start_module`).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,22 @@ import sys
 import time
 from pathlib import Path
 
-from bcg_sim_bridge.node_list import NodeSpec
+from bcg_policy_node.bringup import NodeSpec, parameter_args
+
+BRIDGE_MODULE = "bcg_sim_bridge.bridge_node"
+NODE_MODULE = "bcg_policy_node.node.policy_node"
+SENTINEL_MODULE = "bcg_policy_node.sentinel.sentinel_node"
+PROBE_MODULE = "bcg_sim_bridge.unitree_probe"
+
+
+def ros_args(params: dict) -> list[str]:
+    """``--ros-args -p key:=value ...`` for a node started by module."""
+    return ["--ros-args", *parameter_args(params)]
 
 
 @dataclasses.dataclass
 class RunningNode:
-    spec: NodeSpec
+    spec: NodeSpec | None  # None: started by module (start_module)
     process: subprocess.Popen
     log_path: Path
     started_at: float = 0.0  # time.monotonic()
@@ -32,11 +47,12 @@ class RunningNode:
 
 
 class ProcessGroup:
-    """The run's processes; stopped in reverse start order (SIGINT, then SIGKILL after a grace period)."""
+    """The run's processes by key (a node spec's role unless given); stopped in reverse start order
+    (SIGINT, then SIGKILL after a grace period)."""
 
-    def __init__(self, log_dir: Path, env: dict[str, str], nice: int = 0):
-        self.log_dir = log_dir
-        self.env = env
+    def __init__(self, log_dir: Path, env: dict[str, str] | None = None, nice: int = 0):
+        self.log_dir = Path(log_dir)
+        self.env = env or {}
         self.nice = nice  # < 0 needs CAP_SYS_NICE: control processes ahead of batch jobs, as on a robot PC
         self.nodes: dict[str, RunningNode] = {}
 
@@ -46,17 +62,29 @@ class ProcessGroup:
         path = os.pathsep.join(p for p in (code_root, os.environ.get("PYTHONPATH", "")) if p)
         return {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
 
-    def start(self, spec: NodeSpec) -> RunningNode:
+    def start(self, spec: NodeSpec, key: str | None = None) -> RunningNode:
+        """``spec`` under its own name; its log is ``<name>.log``."""
+        return self._spawn(key or spec.role, spec.name, spec.command(sys.executable), spec.env_dict(), spec)
+
+    def start_module(self, key: str, module: str, params: dict) -> RunningNode:
+        """``python -m module`` with ROS parameters ``params`` under the node's default name; its log is ``<key>.log``."""
+        return self._spawn(key, key, [sys.executable, "-m", module, *ros_args(params)], {}, None)
+
+    def _spawn(self, key: str, log_name: str, argv: list[str], extra_env: dict[str, str],
+               spec: NodeSpec | None) -> RunningNode:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        log_path = self.log_dir / f"{spec.name}.log"
-        env = {**self.child_env(), **spec.env_dict()}
+        log_path = self.log_dir / f"{log_name}.log"
+        env = {**self.child_env(), **extra_env}
         log = open(log_path, "w")
-        proc = subprocess.Popen(spec.command(sys.executable), stdout=log, stderr=subprocess.STDOUT, env=env,
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True, preexec_fn=(lambda: os.nice(self.nice)) if self.nice else None)
         log.close()
         node = RunningNode(spec, proc, log_path, started_at=time.monotonic())
-        self.nodes[spec.role] = node
+        self.nodes[key] = node
         return node
+
+    def log(self, key: str) -> str:
+        return self.nodes[key].log_path.read_text(errors="replace")
 
     def cpu_seconds(self) -> dict[str, float]:
         """Per live process: CPU time (user + system) so far, s."""
@@ -74,12 +102,20 @@ class ProcessGroup:
         return {role: round(cpu_s / max(time.monotonic() - self.nodes[role].started_at, 1e-3), 3)
                 for role, cpu_s in self.cpu_seconds().items()}
 
-    def kill(self, role: str) -> float:
-        node = self.nodes[role]
+    def kill(self, key: str, sig: int = signal.SIGKILL) -> float:
+        """Send ``sig`` (a deliberate SIGKILL by default: fault injection) and wait for the exit; returns when."""
+        node = self.nodes[key]
         node.killed_at = time.monotonic()
-        node.process.send_signal(signal.SIGKILL)
-        node.process.wait(timeout=5)
+        node.process.send_signal(sig)
+        node.process.wait(timeout=20)
         return node.killed_at
+
+    def stop(self, key: str) -> None:
+        """SIGINT (a clean shutdown) if it is still running."""
+        node = self.nodes.get(key)
+        if node is not None and node.alive():
+            node.process.send_signal(signal.SIGINT)
+            node.process.wait(timeout=20)
 
     def stop_all(self, grace_s: float = 10.0) -> dict[str, int | None]:
         for node in reversed(list(self.nodes.values())):

@@ -1,4 +1,4 @@
-"""Small ONNX policies for tests and the benchmark, made with bcg_train.export.onnx_graph."""
+"""Small ONNX policies for tests and benchmarks, made with bcg_robot.onnx_graph."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
 from bcg_robot.observation import observation_size
-from bcg_train.export.onnx_graph import DenseLayer, PolicyWeights, default_pose_weights, save_policy_onnx
+from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, default_pose_weights, save_policy_onnx
 
 
 def random_weights(contract: PolicyContract, seed: int = 0, hidden: int = 64, scale: float = 0.3) -> PolicyWeights:

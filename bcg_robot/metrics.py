@@ -1,0 +1,127 @@
+"""Evaluation metrics of a G1 rollout: E_track, foot penetration and falls (numpy only).
+
+One definition of each, used by ``bcg-eval`` (policy rollouts in plain MuJoCo) and
+``bcg-sim2sim`` (the bridge's trajectory log):
+
+E_track (cm)
+    Mean per-body position error of the :data:`TRACKED_BODIES` (torso, knees, feet =
+    ankle-roll links, elbows, hands = wrist-yaw links) relative to the root (pelvis) and
+    expressed in the root frame, i.e. the root-relative MPJPE of motion-imitation work:
+    ``mean over samples t and bodies b of || R_t^T (p_b,t - p_root,t) - Rref_t^T (pref_b,t - pref_root,t) ||``
+    in cm. Root translation and orientation are taken out on both sides, so E_track
+    measures the posture; drifting or turning is not an error (falling is a fall). It is
+    reported with its maximum over samples and bodies.
+foot penetration (mm)
+    Per physics step (or logged sample), the deepest penetration of a contact between the
+    floor and a geom of a foot body (``RobotConfig.feet``), ``max(-dist, 0)``, 0 without
+    such a contact; summarized as the mean over the samples in which a foot penetrates
+    the floor (0 if none does) and the maximum.
+fall
+    The root (pelvis) height above the floor drops below :data:`FALL_HEIGHT_M` (0.3 m; the
+    G1's pelvis stands at about 0.79 m), or the simulated state is no longer finite.
+
+Positions are in metres, quaternions ``w x y z``. Forward kinematics (MuJoCo) stays with
+the callers; this module takes arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+# Bodies whose root-relative positions E_track compares (names of the G1 MJCF bodies).
+TRACKED_BODIES = (
+    "torso_link",
+    "left_knee_link",
+    "right_knee_link",
+    "left_ankle_roll_link",
+    "right_ankle_roll_link",
+    "left_elbow_link",
+    "right_elbow_link",
+    "left_wrist_yaw_link",
+    "right_wrist_yaw_link",
+)
+FALL_HEIGHT_M = 0.3  # root height (m) below which the robot has fallen
+
+
+# -- E_track ----------------------------------------------------------------------------
+def rotate_into_frame(quat_wxyz: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """``R(q)^T v``: world vectors (..., K, 3) in the frame of orientation ``quat_wxyz`` (..., 4)."""
+    q = np.asarray(quat_wxyz, dtype=np.float64)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w = q[..., None, :1]
+    u = -q[..., None, 1:]  # the conjugate's vector part: rotate by q^-1
+    v = np.asarray(vectors, dtype=np.float64)
+    uv = np.cross(u, v)
+    return v + 2.0 * w * uv + 2.0 * np.cross(u, uv)
+
+
+def root_frame_positions(body_pos: np.ndarray, root_pos: np.ndarray, root_quat: np.ndarray) -> np.ndarray:
+    """World body positions (..., K, 3) relative to the root (..., 3), in the root frame (..., 4)."""
+    rel = np.asarray(body_pos, dtype=np.float64) - np.asarray(root_pos, dtype=np.float64)[..., None, :]
+    return rotate_into_frame(root_quat, rel)
+
+
+def body_position_errors(body_pos: np.ndarray, ref_body_pos: np.ndarray) -> np.ndarray:
+    """Euclidean error (..., K) in m between root-frame positions (..., K, 3) and the reference's."""
+    return np.linalg.norm(np.asarray(body_pos, dtype=np.float64) - np.asarray(ref_body_pos, dtype=np.float64), axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackingSummary:
+    mean_cm: float  # E_track
+    max_cm: float
+
+
+def summarize_tracking(errors_m: np.ndarray) -> TrackingSummary:
+    """E_track of per-sample, per-body errors (T, K) in m; NaN without samples."""
+    e = np.asarray(errors_m, dtype=np.float64)
+    if e.size == 0:
+        return TrackingSummary(float("nan"), float("nan"))
+    return TrackingSummary(100.0 * float(e.mean()), 100.0 * float(e.max()))
+
+
+# -- foot penetration ---------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class FootFloorGeoms:
+    """Geom ids of the floor and of the foot bodies' colliders in one model."""
+
+    floor: int
+    feet: np.ndarray
+
+    def deepest_penetration(self, dist: np.ndarray, geom1: np.ndarray, geom2: np.ndarray) -> float:
+        """Deepest foot-floor penetration (m, >= 0) among contacts (``MjData.contact`` arrays)."""
+        g1, g2 = np.asarray(geom1), np.asarray(geom2)
+        foot_floor = ((g1 == self.floor) & np.isin(g2, self.feet)) | ((g2 == self.floor) & np.isin(g1, self.feet))
+        if not foot_floor.any():
+            return 0.0
+        return max(0.0, float(-np.min(np.asarray(dist)[foot_floor])))
+
+    def deepest_penetration_of(self, contact: Any) -> float:
+        """:meth:`deepest_penetration` of a MuJoCo contact list (``MjData.contact``)."""
+        return self.deepest_penetration(contact.dist, contact.geom1, contact.geom2)
+
+
+@dataclasses.dataclass(frozen=True)
+class PenetrationSummary:
+    mean_mm: float  # over the samples in which a foot penetrates the floor
+    max_mm: float
+
+
+def summarize_foot_penetration(depths_m: np.ndarray) -> PenetrationSummary:
+    """Foot penetration of per-sample deepest penetrations (m); NaN without samples."""
+    d = np.asarray(depths_m, dtype=np.float64)
+    if d.size == 0:
+        return PenetrationSummary(float("nan"), float("nan"))
+    touching = d[d > 0]
+    mean = float(touching.mean()) if touching.size else 0.0
+    return PenetrationSummary(1000.0 * mean, 1000.0 * float(d.max()))
+
+
+# -- falls --------------------------------------------------------------------------------
+def is_fallen(root_height: Any, finite: Any = True) -> np.ndarray:
+    """Per sample: root below :data:`FALL_HEIGHT_M`, a non-finite height, or ``finite`` false."""
+    h = np.asarray(root_height, dtype=np.float64)
+    return ~np.asarray(finite, dtype=bool) | ~np.isfinite(h) | (h < FALL_HEIGHT_M)

@@ -1,0 +1,120 @@
+"""The bringup: the process description g1_real.launch.py uses, without the simulator, and its install."""
+
+import ast
+import importlib.util
+import os
+import runpy
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from bcg_policy_node import bringup
+from bcg_policy_node.bringup import G1_REAL_LAUNCH_ARGUMENTS, g1_real_nodes_from_launch
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCH = ROOT / "launch"
+
+
+def _defaults(arguments):
+    return {a.name: a.default for a in arguments}
+
+
+@pytest.fixture(scope="module")
+def setup_kwargs():
+    """What setup.py hands to setuptools.setup (run for real, with setup() captured)."""
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # setup.py globs its data files relative to the package root
+    try:
+        with mock.patch("setuptools.setup") as setup:
+            runpy.run_path(str(ROOT / "setup.py"), run_name="__main__")
+    finally:
+        os.chdir(cwd)
+    assert setup.call_count == 1
+    return setup.call_args.kwargs
+
+
+def test_g1_real_is_node_and_sentinel_on_the_sdk_with_sport_mode_release(setup_kwargs):
+    args = {**_defaults(G1_REAL_LAUNCH_ARGUMENTS), "network_interface": "eth0", "policy": "/p.onnx"}
+    specs = g1_real_nodes_from_launch(args)
+    assert [s.role for s in specs] == ["policy", "sentinel"]
+    for spec in specs:
+        p = spec.parameter_dict()
+        assert (p["kind"], p["network_interface"], p["domain_id"]) == ("unitree_sdk", "eth0", 0)
+    assert specs[0].parameter_dict()["release_sport_mode"] is True
+    assert specs[0].lifecycle and not specs[1].lifecycle
+    with pytest.raises(ValueError, match="network interface"):
+        g1_real_nodes_from_launch({**args, "network_interface": ""})
+    with pytest.raises(ValueError, match="policy"):
+        g1_real_nodes_from_launch({**args, "policy": ""})
+    # every console script named here is installed by setup.py, and its module exists
+    scripts = {line.split("=")[0].strip() for line in setup_kwargs["entry_points"]["console_scripts"]}
+    for spec in specs:
+        assert spec.executable in scripts and spec.package == setup_kwargs["name"]
+        assert importlib.util.find_spec(spec.module) is not None
+
+
+def test_the_node_specs_refuse_an_unknown_transport():
+    with pytest.raises(ValueError, match="interface 'unitree_dds'"):
+        bringup.policy_node_spec("unitree_dds", "/p.onnx", "r.yaml", 0, "eth0", release_sport_mode=True)
+    with pytest.raises(ValueError, match="interface 'serial'"):
+        bringup.sentinel_spec("serial", "r.yaml", 0, "eth0")
+
+
+def test_g1_real_launch_file_builds_its_nodes_from_the_bringup():
+    """Checked without launch_ros (not installable here): the file imports and calls the bringup's builder."""
+    tree = ast.parse((LAUNCH / "g1_real.launch.py").read_text())
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    modules |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "bcg_policy_node.bringup"
+                for a in n.names}
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert "g1_real_nodes_from_launch" in imported and "g1_real_nodes_from_launch" in called
+    assert "generate_launch_description" in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert "launch_ros.actions" in modules  # the real launch_ros API
+    ours = {m.split(".")[0] for m in modules} - {"launch", "launch_ros"}
+    assert ours == {"bcg_policy_node"}, f"g1_real.launch.py imports {sorted(ours)}"
+
+
+def test_the_bringup_imports_without_the_simulator():
+    """What g1_real.launch.py needs loads on a robot PC without the sim bridge, MuJoCo or the trainer."""
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('bcg_sim_bridge', 'mujoco', 'bcg_train', 'jax', 'torch', 'rclpy'):\n"
+        "            raise ImportError('bringup imported ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from bcg_policy_node.bringup import G1_REAL_LAUNCH_ARGUMENTS, g1_real_nodes_from_launch\n"
+        "args = {a.name: a.default for a in G1_REAL_LAUNCH_ARGUMENTS}\n"
+        "args.update(network_interface='eth0', policy='/p.onnx')\n"
+        "print(len(g1_real_nodes_from_launch(args)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "2"
+
+
+def test_launch_files_are_installed(setup_kwargs):
+    """setup.py's data_files install every file of launch/ into the package's share/launch."""
+    package = setup_kwargs["name"]
+    assert package == bringup.PACKAGE == ET.parse(ROOT / "package.xml").getroot().findtext("name")
+    installed = {(dest, Path(src).name) for dest, sources in setup_kwargs["data_files"] for src in sources}
+    launch_files = sorted(p.name for p in LAUNCH.iterdir() if p.is_file() and p.suffix == ".py")
+    assert "g1_real.launch.py" in launch_files and "sim2sim.launch.py" in launch_files
+    missing = [name for name in launch_files if (f"share/{package}/launch", name) not in installed]
+    assert not missing, f"launch files not in setup.py's data_files: {missing}"
+    assert ("share/ament_index/resource_index/packages", package) in installed  # ros2 launch finds the package
+
+
+def test_launch_files_load_with_launch_ros():
+    """Runs only where launch_ros is importable (a ROS 2 install); reported as skipped elsewhere."""
+    pytest.importorskip("launch_ros", reason="launch_ros is not installable from PyPI: launch test NOT RUN here")
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+    for name in ("sim2sim.launch.py", "g1_real.launch.py"):
+        description = PythonLaunchDescriptionSource(str(LAUNCH / name)).get_launch_description(None)
+        assert description.entities

@@ -1,0 +1,145 @@
+"""The policy node's ROS entities follow its lifecycle: none of its own before configure,
+the operator API, outputs and diagnostics from configure to cleanup, and a second
+configure after cleanup works. The node runs in this process, without a robot and
+without an executor (no tick runs); the ROS graph is read from the node itself."""
+
+import itertools
+import os
+import time
+
+import pytest
+import rclpy
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.lifecycle.publisher import LifecyclePublisher
+from rclpy.parameter import Parameter
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.wire import COMMAND_TOPIC
+
+from bcg_policy_node import operator_api as api
+from bcg_sim_bridge.harness.sample_policies import write_policy
+from bcg_policy_node.node.policy_node import PolicyNode
+
+# One namespace per test: a node destroyed in an earlier test may linger in the graph under its name.
+NAMESPACES = (f"/lifecycle_entities_{os.getpid()}_{i}" for i in itertools.count())
+OUTPUT_TOPICS = (api.STATE_TOPIC, api.FAULT_TOPIC, api.HEARTBEAT_TOPIC, api.TIMING_TOPIC, api.JOINT_STATES_TOPIC,
+                 api.DIAGNOSTICS_TOPIC, COMMAND_TOPIC)
+INPUT_TOPICS = (api.ESTOP_TOPIC, api.DEADMAN_TOPIC, COMMAND_TOPIC)  # lowcmd: watched for other writers
+SERVICES = (api.RUN_SERVICE, api.STOP_SERVICE, api.RESET_SERVICE)
+
+
+@pytest.fixture
+def node(tmp_path):
+    policy = write_policy(tmp_path / "random.onnx", load_robot_config(check_model=False), "random")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = PolicyNode(context=context, namespace=next(NAMESPACES),
+                      parameter_overrides=[Parameter("policy_path", value=str(policy))])
+    try:
+        yield node
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def graph(node):
+    """(publisher topics, subscription topics, services) of the node, as the ROS graph has them."""
+    name, ns = node.get_name(), node.get_namespace()
+    return (frozenset(n for n, _ in node.get_publisher_names_and_types_by_node(name, ns)),
+            frozenset(n for n, _ in node.get_subscriber_names_and_types_by_node(name, ns)),
+            frozenset(n for n, _ in node.get_service_names_and_types_by_node(name, ns)))
+
+
+def wait_for_graph(node, expected, what, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while (seen := graph(node)) != expected:
+        assert time.monotonic() < deadline, f"{what}: graph {seen}, expected {expected}"
+        time.sleep(0.05)
+
+
+def unconfigured_graph(node, timeout=15.0):
+    """The graph of the unconfigured node once rclpy's own lifecycle endpoints are in it."""
+    change_state = node.resolve_service_name("~/change_state")
+    transition_event = node.resolve_topic_name("~/transition_event")
+    deadline = time.monotonic() + timeout
+    while True:
+        publishers, subscriptions, services = seen = graph(node)
+        if change_state in services and transition_event in publishers:
+            return seen
+        assert time.monotonic() < deadline, f"the node's lifecycle endpoints are not in the graph: {seen}"
+        time.sleep(0.05)
+
+
+def local_entities(node):
+    return {"publishers": len(list(node.publishers)), "subscriptions": len(list(node.subscriptions)),
+            "services": len(list(node.services)), "timers": len(list(node.timers))}
+
+
+def lifecycle_publishers(node):
+    return [p for p in node.publishers if isinstance(p, LifecyclePublisher)]
+
+
+def state_helper_present(node):
+    return ("policy_node_state", node.get_namespace()) in node.get_node_names_and_namespaces()
+
+
+def test_entities_exist_from_configure_to_cleanup_and_configure_runs_again(node):
+    topic, service = node.resolve_topic_name, node.resolve_service_name
+    operator = (frozenset(topic(t) for t in OUTPUT_TOPICS), frozenset(topic(t) for t in INPUT_TOPICS),
+                frozenset(service(s) for s in SERVICES))
+    before = local_entities(node)
+    assert before["timers"] == 0 and not lifecycle_publishers(node)
+    unconfigured = unconfigured_graph(node)
+    for own, theirs in zip(operator, unconfigured):
+        assert not own & theirs, "an operator topic or service exists before configure"
+
+    for cycle in range(2):
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, (cycle, node.configure_error)
+        wait_for_graph(node, tuple(b | o for b, o in zip(unconfigured, operator)), f"configured ({cycle})")
+        added = {k: v - before[k] for k, v in local_entities(node).items()}
+        # publishers: state, fault, heartbeat, timing, joint states, diagnostics, lowcmd;
+        # subscriptions: e-stop, deadman, lowcmd; run/stop/reset; the diagnostics timer
+        assert added == {"publishers": 7, "subscriptions": 3, "services": 3, "timers": 1}, cycle
+        assert state_helper_present(node)
+        outputs = lifecycle_publishers(node)  # heartbeat, timing, joint states and the motor commands
+        assert sorted(p.topic_name for p in outputs) == sorted(
+            topic(t) for t in (api.HEARTBEAT_TOPIC, api.TIMING_TOPIC, api.JOINT_STATES_TOPIC, COMMAND_TOPIC))
+        assert not any(p.is_activated for p in outputs)  # inactive: they publish nothing
+
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        assert all(p.is_activated for p in outputs) and local_entities(node)["timers"] == 2  # + control timer
+        assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+        assert not any(p.is_activated for p in outputs) and local_entities(node)["timers"] == 1
+
+        assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+        assert local_entities(node) == before and not lifecycle_publishers(node)
+        wait_for_graph(node, unconfigured, f"cleaned up ({cycle})")
+        assert not state_helper_present(node)
+
+
+def test_shutdown_from_active_releases_every_entity(node):
+    before = local_entities(node)
+    unconfigured = unconfigured_graph(node)
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+    assert local_entities(node) == before and not lifecycle_publishers(node)
+    wait_for_graph(node, unconfigured, "shut down")
+
+
+def test_a_transition_that_raises_releases_everything_and_configure_runs_again(node, monkeypatch):
+    from bcg_policy_node.node import policy_node
+
+    before = local_entities(node)
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+
+    def broken_control_loop(*args):
+        raise RuntimeError("control loop construction failed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(policy_node, "ControlLoop", broken_control_loop)
+        assert node.trigger_activate() == TransitionCallbackReturn.ERROR
+    assert local_entities(node) == before and not lifecycle_publishers(node)
+    # error processing went back to unconfigured (from finalized, configure would fail)
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
