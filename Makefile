@@ -32,16 +32,21 @@ $(STAMP_FULL): $(STAMP_DEPLOY) requirements/train.txt requirements/dev.txt
 	touch $@
 
 robot-info: $(STAMP_DEPLOY)     ## validate the robot config, build the models, print the contract
-	$(RUN) -m bcg_robot.cli
+	$(RUN) -m bcg_robot.cli.robot_info
 
 SIM2SIM_ARGS ?= --interface both --fault all --attempts 3 \
 	--out runs/sim2sim/latest
 
 sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of the shipped (or default-pose) policy
-	$(RUN) -m bcg_sim_bridge.sim2sim.cli $(SIM2SIM_ARGS)
+	$(RUN) -m bcg_sim_bridge.cli.sim2sim $(SIM2SIM_ARGS)
 
-pytest: $(STAMP_FULL)
-	$(RUN) -m pytest
+# Every test runs once: pytest takes the slow ones, colcon test the rest. The trainer's
+# slow tests are compile-bound (XLA compiles on about one core), so they run in two
+# processes; the G1 modules share one of them, so two G1 compiles never share the
+# memory. The multi-process DDS scenarios keep the machine to themselves.
+pytest: $(STAMP_FULL)           ## the slow tests (plain `pytest` runs every test in one process)
+	$(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadgroup
+	$(RUN) -m pytest -m slow --ignore=test/bcg_train
 
 colcon-test: $(STAMP_FULL)      ## colcon build + test + test-result in a throwaway workspace
 	mkdir -p $(COLCON_WS)

@@ -33,6 +33,27 @@ def release_compiled_programs(request):
 _MAPS = pytest.StashKey[list]()
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n N --dist loadgroup`` a module runs on one worker (its compiled
+    programs are shared between its tests), unless it names a group of its own (the G1
+    modules share one, so two G1 compiles never run at once)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: hand the rows to the controller
+        workeroutput["memory_maps"] = session.config.stash.get(_MAPS, [])
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook
+def pytest_testnodedown(node, error):
+    rows = getattr(node, "workeroutput", {}).get("memory_maps", [])
+    node.config.stash.setdefault(_MAPS, []).extend((f"{node.gateway.id} {name}", *counts) for name, *counts in rows)
+
+
 def pytest_terminal_summary(terminalreporter, config):
     rows = config.stash.get(_MAPS, [])
     if rows:

@@ -20,6 +20,8 @@ from bcg_train.sim.contact import point_jacobian
 from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.sim.toy_models import two_link_leg
 
+pytestmark = pytest.mark.slow  # compiles MJX programs
+
 enable_compilation_cache()
 
 LEG_QPOS = np.array([0.0, 0.0, 0.4, -0.8])
@@ -65,7 +67,6 @@ def starts(seed=0, noise=1e-3):
 ACTIONS = jnp.broadcast_to(jnp.array([0.1, 0.1]), (K, T, 2)) + jnp.linspace(-0.3, 0.3, K)[:, None, None]
 
 
-@pytest.mark.slow
 def test_bcg_that_never_triggers_is_bit_identical_to_plain():
     sim, plain_fn, bcg_fn = programs()
     start = starts()
@@ -82,7 +83,6 @@ def test_bcg_that_never_triggers_is_bit_identical_to_plain():
     np.testing.assert_allclose(idle[0], plain[0], rtol=1e-5, atol=1e-6 * scale)
 
 
-@pytest.mark.slow
 def test_zero_sigma_bcg_equals_plain():
     _, plain_fn, bcg_fn = programs()
     start = starts()
@@ -98,7 +98,6 @@ def test_zero_sigma_bcg_equals_plain():
     assert rel < 1e-2, rel
 
 
-@pytest.mark.slow
 def test_bcg_reduces_gradient_variance_on_stiff_bouncing_leg():
     _, plain_fn, bcg_fn = programs()
     start = starts(seed=3)
@@ -113,7 +112,6 @@ def test_bcg_reduces_gradient_variance_on_stiff_bouncing_leg():
     assert bcg_cos > plain_cos
 
 
-@pytest.mark.slow
 def test_global_smoothing_is_bcg_with_tau_minus_infinity_and_bundles_every_step():
     sim, plain_fn, bcg_fn = programs()
     start = starts()
@@ -125,7 +123,6 @@ def test_global_smoothing_is_bcg_with_tau_minus_infinity_and_bundles_every_step(
     assert BundledSim(sim, BCGConfig(mode=Estimator.GLOBAL_SMOOTHING)).trigger_threshold() == -jnp.inf
 
 
-@pytest.mark.slow
 def test_nominal_forward_keeps_plain_values_with_smoothed_derivative():
     sim = leg_sim()
     states = jax.vmap(sim.reset)(jax.random.split(jax.random.PRNGKey(0), 1))

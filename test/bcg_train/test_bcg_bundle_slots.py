@@ -8,10 +8,13 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from bcg_train.bcg.bundle import slot_assignment
 from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.tasks.hopper import HopperConfig, HopperTask
+
+pytestmark = pytest.mark.slow  # compiles MJX programs
 
 enable_compilation_cache()
 K, T = 8, 30

@@ -11,10 +11,11 @@ from bcg_train.sim import MjxSim
 from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.sim.toy_models import two_link_leg
 
+pytestmark = pytest.mark.slow  # compiles MJX programs
+
 enable_compilation_cache()
 
 
-@pytest.mark.slow
 def test_policy_gradient_statistics_over_perturbed_starts():
     model, drive = two_link_leg(height=1.5)
     sim = MjxSim(model, drive, initial_qpos=np.array([0.0, 0.0, 0.4, -0.8]))

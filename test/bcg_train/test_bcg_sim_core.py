@@ -10,6 +10,8 @@ from bcg_train.sim import JointDrive, MjxSim, SimConfig
 from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.sim.toy_models import sphere_drop, two_link_leg
 
+pytestmark = pytest.mark.slow  # compiles MJX programs
+
 enable_compilation_cache()
 
 LEG_QPOS = np.array([0.0, 0.0, 0.4, -0.8])
@@ -61,7 +63,6 @@ def test_float64_requires_x64():
             MjxSim(model, drive, SimConfig(float64=True))
 
 
-@pytest.mark.slow
 def test_gradient_matches_central_finite_differences_without_contact():
     """float64, leg high in the air for 3 control steps (12 physics steps)."""
     with jax.enable_x64(True):

@@ -15,6 +15,8 @@ from bcg_train.sim.hopper_model import ACTUATED, ROOT_PITCH, ROOT_Z, build_hoppe
 from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.tasks.hopper import GRAVITY, HopperConfig, HopperTask, hopper_observation, reference_height, task_error
 
+pytestmark = pytest.mark.slow  # compiles MJX programs
+
 enable_compilation_cache()
 
 

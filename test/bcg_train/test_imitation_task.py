@@ -15,6 +15,8 @@ from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.tasks.config import DomainRandomizationConfig, ImitationConfig
 from bcg_train.tasks.imitation import ImitationTask
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("g1")]  # one G1 compile at a time
+
 ROBOT = load_robot_config()
 
 
@@ -62,7 +64,6 @@ def test_domain_samples_within_configured_ranges(squat_task):
     assert float(sim.sim.model.body_mass[pelvis]) == pytest.approx(float(squat_task.base_mass[pelvis] + state.domain.mass_delta), rel=1e-6)
 
 
-@pytest.mark.slow
 def test_stand_steps_rewards_and_resets():
     enable_compilation_cache()
     cfg = ImitationConfig(domain=DomainRandomizationConfig(enabled=False), episode_length_s=0.2)

@@ -26,6 +26,8 @@ from bcg_train.learn.shac import SHAC
 from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.tasks.hopper import HopperConfig, HopperTask
 
+pytestmark = pytest.mark.slow  # compiles MJX programs
+
 enable_compilation_cache()
 
 ITERATIONS = 30
@@ -38,7 +40,6 @@ SHORT = SHACConfig(
 )
 
 
-@pytest.mark.slow
 def test_shac_bcg_raises_the_return_of_a_random_policy_within_a_few_iterations():
     cfg = HopperConfig(contact="stiff")
     cfg = dataclasses.replace(cfg, bcg=dataclasses.replace(cfg.bcg, mode=Estimator.BCG, bundle_slots=4))

@@ -13,6 +13,8 @@ from bcg_train.sim.hopper_model import HIP, ROOT_Z
 from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.tasks.hopper import HopperConfig, HopperTask
 
+pytestmark = pytest.mark.slow  # compiles MJX programs
+
 
 def _state(k=4, nj=2):
     qpos, qvel = jnp.zeros((k, 3 + nj)), jnp.zeros((k, 3 + nj))
@@ -75,7 +77,6 @@ def test_guarded_step_cuts_a_failed_environments_gradient_without_nan():
     assert np.isnan(leaked[1, 0])
 
 
-@pytest.mark.slow
 def test_the_hopper_terminates_resets_and_counts_a_nan_and_a_blow_up():
     enable_compilation_cache()
     cfg = HopperConfig(contact="stiff")

@@ -9,6 +9,8 @@ from mujoco import mjx
 
 from bcg_train.sim import jax_setup, solver
 
+pytestmark = pytest.mark.slow  # compiles MJX programs
+
 jax_setup.enable_compilation_cache()
 
 # A box landing tilted on a plane: several contacts. Newton converges here in one iteration,
