@@ -20,8 +20,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--iterations", type=int, default=None, help="override shac.iterations")
     parser.add_argument("--resume", type=Path, default=None, help="checkpoint file or run directory to continue")
+    parser.add_argument(
+        "--max-train-s", type=float, default=None,
+        help="stop (with a checkpoint) once the iterations after the first, compiling one, took this long",
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    if args.max_train_s is not None and not args.max_train_s > 0:
+        print(f"{parser.prog}: error: --max-train-s must be > 0, got {args.max_train_s}", file=sys.stderr)
+        return 2
 
     with exit_on_input_error(parser.prog):
         path = args.config or TRAIN_CONFIG_DIR / f"{args.task}.yaml"
@@ -39,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{parser.prog}: warning: {warning}", file=sys.stderr, flush=True)
 
         t0 = time.perf_counter()
-        _, state, history = train(cfg, resume=args.resume, progress=not args.no_progress)
+        _, state, history = train(cfg, resume=args.resume, progress=not args.no_progress, max_train_s=args.max_train_s)
         wall = time.perf_counter() - t0
         last = history[-1] if history else {}
         print(

@@ -21,7 +21,7 @@ from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping, to_plain
 from bcg_train.tasks.config import ImitationConfig
 
 TRAIN_CONFIG_DIR = share_file("config/train")
-PRESETS = ("cpu-small", "gpu")
+PRESETS = ("cpu-small", "gpu", "cpu-tiny")
 
 
 @dataclasses.dataclass(frozen=True)

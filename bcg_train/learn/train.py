@@ -5,6 +5,8 @@ Per run directory (``cfg.run_dir``):
 ``config.yaml``          the resolved :class:`TrainConfig` (``bcg_robot.yaml_dataclass.dump_dataclass``)
 ``metrics.csv``          one row per iteration (also as TensorBoard scalars in ``tb/``)
 ``curves.png``           training curves, redrawn at every checkpoint (:mod:`bcg_train.learn.curves`)
+``summary.json``         what the run cost (:func:`run_summary`): compile, s/iteration, env steps/s,
+                          peak device and resident memory
 ``checkpoints/NNNNNN.pkl`` the full training state (learner, optimizers, normalizer, environments,
                           RNG) plus the resolved config and its hash; :func:`train` with
                           ``resume=...`` continues bit for bit as if never interrupted.
@@ -14,7 +16,10 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import pickle
+import resource
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -122,6 +127,46 @@ class MetricsLog:
             self.tb.close()
 
 
+def peak_device_memory_gb() -> float | None:
+    """Peak memory in use on the local accelerators (summed), or None where the backend
+    does not report it (XLA:CPU)."""
+    peaks = []
+    for device in jax.local_devices():
+        stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+        if stats and "peak_bytes_in_use" in stats:
+            peaks.append(stats["peak_bytes_in_use"])
+    return sum(peaks) / 1e9 if peaks else None
+
+
+def run_summary(cfg: TrainConfig, history: list[dict[str, float]]) -> dict[str, Any]:
+    """What a run cost, from its metrics rows (``wall_s`` is cumulative from the first call).
+
+    ``first_iteration_s`` holds the compile (trace, XLA compile, one iteration);
+    ``s_per_iteration`` is the median of the later iterations (None with fewer than two);
+    ``env_steps_per_s`` = ``num_envs * horizon / s_per_iteration``."""
+    walls = [row["wall_s"] for row in history]
+    steps = [b - a for a, b in zip(walls, walls[1:])]
+    s_per_it = statistics.median(steps) if steps else None
+    device = jax.local_devices()[0]
+    return {
+        "task": Path(cfg.task.motion).stem,
+        "platform": device.platform,
+        "device_kind": device.device_kind,
+        "num_devices": jax.local_device_count(),
+        "num_envs": cfg.shac.num_envs,
+        "horizon": cfg.shac.horizon,
+        "estimator": cfg.task.bcg.mode.value,
+        "iterations": len(history),
+        "first_iteration_s": walls[0] if walls else None,
+        "s_per_iteration": s_per_it,
+        "env_steps_per_s": cfg.shac.num_envs * cfg.shac.horizon / s_per_it if s_per_it else None,
+        "wall_s": walls[-1] if walls else 0.0,
+        "env_steps": history[-1]["env_steps"] if history else 0.0,
+        "peak_device_memory_gb": peak_device_memory_gb(),
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+    }
+
+
 def train(
     cfg: TrainConfig,
     task: Any = None,
@@ -129,10 +174,13 @@ def train(
     iterations: int | None = None,
     progress: bool = True,
     on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    max_train_s: float | None = None,
 ) -> tuple[Callable[[jax.Array], jax.Array], SHACState, list[dict[str, float]]]:
     """Train (or continue) a policy; returns the deterministic policy, the final state and the metrics.
 
     ``iterations`` stops early (e.g. to test resume); the schedule still spans ``cfg.shac.iterations``.
+    ``max_train_s`` stops after the iteration that ends that many seconds after the first
+    (compiling) iteration, with a checkpoint; the schedule is unchanged, so the run can resume.
     """
     enable_compilation_cache()
     run_dir = Path(cfg.run_dir)
@@ -165,8 +213,13 @@ def train(
         bar.set_postfix(reward=f"{row['reward']:.3f}", loss=f"{row['actor_loss']:.3f}")
         if on_iteration is not None:
             on_iteration(it + 1, row)
-        if (it + 1) % cfg.checkpoint_every == 0 or it + 1 == stop:
+        out_of_time = max_train_s is not None and row["wall_s"] - history[0]["wall_s"] >= max_train_s
+        if (it + 1) % cfg.checkpoint_every == 0 or it + 1 == stop or out_of_time:
             save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state)
             plot_training_curves(log.path, run_dir / "curves.png", f"{run_dir.name}: iteration {it + 1}")
+        if out_of_time:
+            break
+    bar.close()
     log.close()
+    (run_dir / "summary.json").write_text(json.dumps(run_summary(cfg, history), indent=2) + "\n")
     return shac.policy_fn(state), state, history

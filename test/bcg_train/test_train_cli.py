@@ -27,6 +27,9 @@ def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
     bad.write_text("shac:\n  num_env: 8\n")
     err = _run(train_main, ["--task", "stand", "--config", str(bad), "--run-dir", str(tmp_path / "r")], capsys)
     assert "unknown key 'shac.num_env'" in err
+    assert train_main(["--task", "stand", "--max-train-s", "0", "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "bcg-train: error: --max-train-s must be > 0, got 0.0"
     assert not (tmp_path / "r").exists()
 
 
