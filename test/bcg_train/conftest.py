@@ -33,13 +33,23 @@ def release_compiled_programs(request):
 _MAPS = pytest.StashKey[list]()
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n N --dist loadgroup`` a module runs on one worker (its compiled
-    programs are shared between its tests), unless it names a group of its own (the G1
-    modules share one, so two G1 compiles never run at once)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+# The G1 modules: under ``make pytest`` they share one worker, so two G1 compiles (up to
+# ~11 GB each) never run at once.
+G1_MODULES = ("test_bcg_g1_smoke.py", "test_imitation_task.py", "test_gpu_train_script.py")
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``pytest -n N``: a test module runs on one worker (its tests share compiled
+    programs), the G1 modules all on the same one."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "g1" if module.rsplit("/", 1)[-1] in G1_MODULES else module
+
+    return ModuleScheduling(config, log)
 
 
 def pytest_sessionfinish(session):

@@ -11,7 +11,7 @@ from bcg_train.tasks.g1_landing import build_landing_problem, landing_cost
 from bcg_train.bcg.rollout import per_env_action_gradients
 from bcg_train.sim.jax_setup import enable_compilation_cache
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("g1")]  # one G1 compile at a time
+pytestmark = pytest.mark.slow  # compiles MJX programs (a G1 module: see conftest.G1_MODULES)
 
 enable_compilation_cache()
 

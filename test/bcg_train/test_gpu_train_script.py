@@ -18,8 +18,7 @@ def test_the_script_refuses_a_missing_output_directory():
     assert done.returncode == 2 and "usage:" in done.stderr
 
 
-@pytest.mark.slow
-@pytest.mark.xdist_group("g1")  # a G1 compile
+@pytest.mark.slow  # a G1 compile (conftest.G1_MODULES)
 def test_cpu_mode_trains_within_the_time_budget_and_writes_the_figures(tmp_path):
     out = tmp_path / "out"
     # a budget shorter than one iteration: the run stops after the second of cpu-tiny's three

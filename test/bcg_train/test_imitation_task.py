@@ -15,7 +15,7 @@ from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.tasks.config import DomainRandomizationConfig, ImitationConfig
 from bcg_train.tasks.imitation import ImitationTask
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("g1")]  # one G1 compile at a time
+pytestmark = pytest.mark.slow  # compiles MJX programs (a G1 module: see conftest.G1_MODULES)
 
 ROBOT = load_robot_config()
 
