@@ -31,6 +31,7 @@ CONSOLE_SCRIPTS = [
     "bcg-bench-node = bcg_sim_bridge.cli.bench_node:main",
     "bcg-make-motions = bcg_train.cli.make_motions:main",
     "bcg-train = bcg_train.cli.train:main",
+    "bcg-motion = bcg_train.cli.motion:main",
     "bcg-export = bcg_train.cli.export:main",
     "bcg-eval = bcg_train.cli.evaluate:main",
     "bcg-benchmark = bcg_train.cli.benchmark:main",

@@ -1,4 +1,10 @@
-"""bcg-train: train a motion-imitation policy with SHAC (+ BCG) from a typed YAML config."""
+"""bcg-train: train a motion-imitation policy with SHAC (+ BCG) from a typed YAML config.
+
+--motion CLIP.csv trains on any G1 CSV clip (format: bcg_train.motion.loader):
+the task config (--task, default stand) supplies every other setting, the clip's file
+stem is the motion id and the default run directory is runs/<stem>-<preset>. The clip
+is validated before JAX is imported.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,27 @@ import time
 from pathlib import Path
 
 from bcg_robot.errors import exit_on_input_error
-from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, load_train_config
+from bcg_train.learn.config import DEFAULT_TASK, PRESETS, TrainRequest, resolve_train_config
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bcg-train", description=__doc__)
-    parser.add_argument("--task", required=True, help="task name: config/train/<task>.yaml (e.g. stand, squat, jump)")
+    parser = argparse.ArgumentParser(
+        prog="bcg-train", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1].strip()
+    )
+    parser.add_argument(
+        "--task", default=None,
+        help=f"task name: config/train/<task>.yaml (e.g. stand, squat, jump); required unless --motion is given, "
+             f"then it defaults to {DEFAULT_TASK}",
+    )
     parser.add_argument("--config", type=Path, default=None, help="training config YAML (default: config/train/<task>.yaml)")
+    parser.add_argument(
+        "--motion", type=Path, default=None,
+        help="G1 CSV clip to imitate instead of the task's (its file stem becomes the motion id)",
+    )
     parser.add_argument("--preset", choices=PRESETS, default=None, help="size preset merged over the config")
-    parser.add_argument("--run-dir", default=None, help="output directory (default: runs/<task>-<preset>)")
+    parser.add_argument(
+        "--run-dir", default=None, help="output directory (default: runs/<task>-<preset>, with --motion runs/<clip stem>-<preset>)"
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--iterations", type=int, default=None, help="override shac.iterations")
     parser.add_argument("--resume", type=Path, default=None, help="checkpoint file or run directory to continue")
@@ -30,15 +48,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: --max-train-s must be > 0, got {args.max_train_s}", file=sys.stderr)
         return 2
 
+    if args.task is None and args.motion is None:
+        print(f"{parser.prog}: error: --task is required unless --motion is given", file=sys.stderr)
+        return 2
+
     with exit_on_input_error(parser.prog):
-        path = args.config or TRAIN_CONFIG_DIR / f"{args.task}.yaml"
-        overrides: dict = {"run_dir": args.run_dir or f"runs/{args.task}-{args.preset or 'default'}"}
-        if args.seed is not None:
-            overrides["seed"] = args.seed
-        if args.iterations is not None:
-            overrides["shac"] = {"iterations": args.iterations}
-        cfg = load_train_config(path, args.preset, overrides)
-        from bcg_train.learn.train import train  # JAX import after argument errors
+        request = TrainRequest(
+            task=args.task or DEFAULT_TASK, config=args.config, preset=args.preset, motion=args.motion,
+            run_dir=args.run_dir, seed=args.seed, iterations=args.iterations,
+        )
+        cfg = resolve_train_config(request)
+        if request.motion is not None:
+            from bcg_robot.config import load_robot_config
+            from bcg_train.motion.loader import load_motion_csv
+
+            load_motion_csv(cfg.task.motion, load_robot_config(), cfg.task.motion_fps)
+        from bcg_train.learn.train import train  # JAX import after argument, config and clip errors
         from bcg_train.sim.jax_setup import memory_map_warning
 
         warning = memory_map_warning()

@@ -129,6 +129,62 @@ def load_train_config(path: str | Path, preset: str | None = None, overrides: di
     return from_mapping(TrainConfig, data, source)
 
 
+DEFAULT_TASK = "stand"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainRequest:
+    """What a training run is asked for, before any file is read (``bcg-train``'s arguments).
+
+    ``config`` (default ``config/train/<task>.yaml``) supplies every setting; ``preset`` is
+    merged over it, then the fields below that are set. ``motion`` replaces the task's
+    clip (``task.motion``) with a G1 CSV anywhere on disk; its file stem is then the motion
+    id and the default run directory is ``runs/<stem>-<preset>`` instead of
+    ``runs/<task>-<preset>``.
+    """
+
+    task: str = DEFAULT_TASK
+    config: Path | None = None
+    preset: str | None = None
+    motion: Path | None = None
+    run_dir: str | None = None
+    seed: int | None = None
+    iterations: int | None = None
+
+    @property
+    def config_path(self) -> Path:
+        return self.config if self.config is not None else TRAIN_CONFIG_DIR / f"{self.task}.yaml"
+
+    @property
+    def run_name(self) -> str:
+        return self.motion.stem if self.motion is not None else self.task
+
+
+def train_overrides(request: TrainRequest) -> dict[str, Any]:
+    """The mapping merged over the config file (and preset) for ``request``.
+
+    The motion path is made absolute (against the working directory), so the resolved
+    config saved in the run directory names the same file from anywhere."""
+    overrides: dict[str, Any] = {"run_dir": request.run_dir or f"runs/{request.run_name}-{request.preset or 'default'}"}
+    if request.motion is not None:
+        overrides["task"] = {"motion": str(Path(request.motion).expanduser().resolve())}
+    if request.seed is not None:
+        overrides["seed"] = request.seed
+    if request.iterations is not None:
+        overrides["shac"] = {"iterations": request.iterations}
+    return overrides
+
+
+def resolve_train_config(request: TrainRequest) -> TrainConfig:
+    """The validated :class:`TrainConfig` of ``request`` (reads the YAML files, no JAX)."""
+    return load_train_config(request.config_path, request.preset, train_overrides(request))
+
+
+def motion_id(cfg: TrainConfig) -> str:
+    """The id a run's motion travels under (ONNX contract ``motion_id``, run summary): the clip's file stem."""
+    return Path(cfg.task.motion).stem
+
+
 def config_hash(cfg: TrainConfig) -> str:
     """Stable short hash of what determines training (travels in checkpoints and ONNX metadata).
 

@@ -68,7 +68,11 @@ def _parse_rows(path: Path, text: str, ncols: int, names: tuple[str, ...]) -> tu
             continue
         cells = stripped.split(",")
         if len(cells) != ncols:
-            raise MotionError(path, f"row {lineno}: expected {ncols} columns (root pos 3, quat xyzw 4, {ncols - 7} joints), got {len(cells)}")
+            first = min(len(cells), ncols)  # the first column missing or extra, 0-based
+            where = f"column {first + 1} ({names[first]}) is missing" if len(cells) < ncols else f"column {first + 1} is extra"
+            raise MotionError(
+                path, f"row {lineno}: expected {ncols} columns (root pos 3, quat xyzw 4, {ncols - 7} joints), got {len(cells)}: {where}"
+            )
         values = []
         for col, cell in enumerate(cells):
             try:

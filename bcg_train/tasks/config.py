@@ -6,7 +6,7 @@ import dataclasses
 
 from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, check_observation_spec
 from bcg_train.bcg.config import BCGConfig
-from bcg_train.sim.failure import SimBounds
+from bcg_train.sim.bounds import SimBounds
 
 
 @dataclasses.dataclass(frozen=True)
