@@ -31,11 +31,11 @@ def render_video(log: Path, out: Path, robot_config: str, timeout_s: float = 300
 
 
 def main(argv: list[str] | None = None) -> int:
-    import imageio.v2 as imageio
     import mujoco
     import numpy as np
 
     from bcg_robot.config import load_robot_config
+    from bcg_robot.gif import write_gif
     from bcg_robot.model import build_model, joint_qpos_indices
 
     parser = argparse.ArgumentParser(prog="bcg_sim_bridge.sim2sim.video")
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         camera.lookat[:] = [data.qpos[0], data.qpos[1], 0.6]
         renderer.update_scene(data, camera)
         frames.append(renderer.render())
-    imageio.mimsave(args.out, frames, duration=1.0 / args.fps, loop=0)
+    write_gif(args.out, frames, args.fps)
     return 0
 
 

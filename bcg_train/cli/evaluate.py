@@ -20,6 +20,7 @@ import numpy as np
 from bcg_robot.config import load_robot_config
 from bcg_robot.metrics import FALL_HEIGHT_M
 from bcg_robot.errors import ContractError, exit_on_input_error
+from bcg_robot.gif import write_gif
 from bcg_robot.model import build_model
 
 
@@ -77,7 +78,7 @@ class _VideoRecorder:
             imageio.mimsave(str(path), self.frames, fps=self.fps)
         except Exception as err:
             path = path.with_suffix(".gif")
-            imageio.mimsave(str(path), self.frames, duration=1.0 / self.fps)
+            write_gif(path, self.frames, self.fps)
         return f"video {path}"
 
 

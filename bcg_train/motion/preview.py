@@ -27,6 +27,7 @@ import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
+from bcg_robot.gif import write_gif
 from bcg_robot.model import build_model, joint_qpos_indices
 from bcg_train.motion.loader import MotionClip
 
@@ -224,7 +225,7 @@ def render_preview(clip: MotionClip, robot: RobotConfig, paths: PreviewPaths, se
     Image.fromarray(frame_strip(strip, [time_label(k, clip.fps) for k in strip_idx])).save(paths.strip)
     # every GIF frame carries its time, so no two are equal and Pillow keeps each one
     labelled = [Image.fromarray(label_image(img, time_label(k, clip.fps))) for k, img in zip(gif_idx, gif)]
-    labelled[0].save(paths.gif, save_all=True, append_images=labelled[1:], duration=round(1000.0 / settings.gif_fps), loop=0)
+    write_gif(paths.gif, [np.asarray(img) for img in labelled], settings.gif_fps)
     return len(strip_idx), len(gif_idx)
 
 
