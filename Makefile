@@ -45,7 +45,7 @@ sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of the sh
 # processes, a module per worker (test/bcg_train/conftest.py), the G1 modules on the same
 # one so two G1 compiles never share the memory. The DDS scenarios keep the machine to themselves.
 pytest: $(STAMP_FULL)           ## the slow tests (plain `pytest` runs every test in one process)
-	$(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope
+	$(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder
 	$(RUN) -m pytest -m slow --ignore=test/bcg_train
 
 colcon-test: $(STAMP_FULL)      ## colcon build + test + test-result in a throwaway workspace
