@@ -31,7 +31,7 @@ from tqdm import tqdm
 from bcg_robot.config import RobotConfig, load_robot_config
 from bcg_robot.errors import BCGInputError
 from bcg_robot.yaml_dataclass import dump_dataclass, from_mapping, to_plain
-from bcg_train.learn.config import TrainConfig, config_hash
+from bcg_train.learn.config import TrainConfig, config_hash, motion_id
 from bcg_train.learn.curves import plot_training_curves
 from bcg_train.learn.shac import SHAC, SHACState
 from bcg_train.sim.jax_setup import enable_compilation_cache
@@ -149,7 +149,7 @@ def run_summary(cfg: TrainConfig, history: list[dict[str, float]]) -> dict[str, 
     s_per_it = statistics.median(steps) if steps else None
     device = jax.local_devices()[0]
     return {
-        "task": Path(cfg.task.motion).stem,
+        "task": motion_id(cfg),
         "platform": device.platform,
         "device_kind": device.device_kind,
         "num_devices": jax.local_device_count(),

@@ -9,6 +9,7 @@ cache is untouched) frees those executables and their maps.
 
 import ctypes
 import gc
+from pathlib import Path
 
 import jax
 import pytest
@@ -50,8 +51,12 @@ def _return_freed_heap() -> None:
 G1_MODULES = ("test_gpu_train_script.py", "test_imitation_task.py", "test_bcg_g1_smoke.py")
 
 
+def _module_file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def _g1_rank(item) -> int:
-    name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    name = Path(_module_file(item.nodeid)).name
     return G1_MODULES.index(name) if name in G1_MODULES else len(G1_MODULES)
 
 
@@ -67,8 +72,8 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "g1" if module.rsplit("/", 1)[-1] in G1_MODULES else module
+            module = _module_file(nodeid)
+            return "g1" if Path(module).name in G1_MODULES else module
 
     return ModuleScheduling(config, log)
 
