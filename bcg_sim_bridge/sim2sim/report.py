@@ -58,8 +58,8 @@ def markdown(results: list[dict], header: dict) -> str:
         if r.get("unexpected_trips"):
             lines.append(f"- unexpected trips: {r['unexpected_trips']}")
         for a in r.get("spoiled_attempts", []):
-            lines.append(f"- discarded attempt (a watchdog tripped before the injection): {a.get('observed')} "
-                         f"[{a.get('log_dir')}]")
+            why = a.get("harness_error") or "a watchdog tripped before the injection"
+            lines.append(f"- discarded attempt ({why}): {a.get('observed')} [{a.get('log_dir')}]")
         lines.append("- timeline: " + "; ".join(f"{e['t']:.2f}s {e['source']}: {e['text']}" for e in r.get("timeline", [])))
         lines.append("")
     return "\n".join(lines)

@@ -190,7 +190,14 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     if error:
         result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
     if not log_path.is_file():
-        result.update(passed=False, observed=f"no bridge log ({error or 'bridge died'})")
+        # the rig failed, not the safety layer: nothing about the scenario can be read without the
+        # bridge's log, so this is a harness error (retried under --attempts), with the bridge's evidence
+        bridge = group.nodes.get("bridge")
+        tail = bridge.log_tail(8).replace("\n", " | ") if bridge is not None else ""
+        result["harness_error"] = (result["harness_error"] + "; " if result["harness_error"] else "") + (
+            f"the bridge wrote no log (exit code {exit_codes.get('bridge')}); its log ends: {tail or '(empty)'}")
+        result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
+        result.update(passed=False, observed=f"no bridge log ({error or 'bridge exited without writing it'})")
         return result
     log = analysis.BridgeLog.load(log_path)
     if scenario.name != "none" and "fault" not in marks:
