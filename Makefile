@@ -34,10 +34,10 @@ $(STAMP_FULL): $(STAMP_DEPLOY) requirements/train.txt requirements/dev.txt
 robot-info: $(STAMP_DEPLOY)     ## validate the robot config, build the models, print the contract
 	$(RUN) -m bcg_robot.cli.robot_info
 
-SIM2SIM_ARGS ?= --interface both --fault all --attempts 3 \
+SIM2SIM_ARGS ?= --policy all --interface both --fault all --attempts 3 \
 	--out runs/sim2sim/latest
 
-sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of the shipped (or default-pose) policy
+sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of every shipped policy (models/*.onnx; else a default-pose one)
 	$(RUN) -m bcg_sim_bridge.cli.sim2sim $(SIM2SIM_ARGS)
 
 # Every test runs once: pytest takes the slow ones, colcon test the rest. The trainer's

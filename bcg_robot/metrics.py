@@ -1,4 +1,4 @@
-"""Evaluation metrics of a G1 rollout: E_track, foot penetration and falls (numpy only).
+"""Evaluation metrics of a G1 rollout: E_track, root-height error, foot penetration and falls (numpy only).
 
 One definition of each, used by ``bcg-eval`` (policy rollouts in plain MuJoCo) and
 ``bcg-sim2sim`` (the bridge's trajectory log):
@@ -11,6 +11,12 @@ E_track (cm)
     in cm. Root translation and orientation are taken out on both sides, so E_track
     measures the posture; drifting or turning is not an error (falling is a fall). It is
     reported with its maximum over samples and bodies.
+root-height error (cm)
+    ``mean over samples t of |z_root,t - zref_root,t|`` (and its maximum): the pelvis height
+    above the floor against the reference's. E_track is root-relative and cannot tell a
+    jump from a crouch (the same posture in the air or on the floor); this figure can.
+    For a policy without a reference motion the reference is the default pose standing
+    (the model's ``default`` keyframe height).
 foot penetration (mm)
     Per physics step (or logged sample), the deepest penetration of a contact between the
     floor and a geom of a foot body (``RobotConfig.feet``), ``max(-dist, 0)``, 0 without
@@ -81,6 +87,15 @@ def summarize_tracking(errors_m: np.ndarray) -> TrackingSummary:
     if e.size == 0:
         return TrackingSummary(float("nan"), float("nan"))
     return TrackingSummary(100.0 * float(e.mean()), 100.0 * float(e.max()))
+
+
+def root_height_error_cm(root_z: Any, ref_root_z: Any) -> tuple[float, float]:
+    """(mean, max) of ``|root_z - ref_root_z|`` in cm over samples (heights in m, broadcast);
+    NaN without samples."""
+    e = np.abs(np.asarray(root_z, dtype=np.float64) - np.asarray(ref_root_z, dtype=np.float64))
+    if e.size == 0:
+        return float("nan"), float("nan")
+    return 100.0 * float(e.mean()), 100.0 * float(e.max())
 
 
 # -- foot penetration ---------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """Which policy a sim-to-sim run uses: the shipped one in ``models/``, else a default-pose policy.
 
+``--policy all`` (:func:`resolve_policies`) is every ``models/*.onnx``, with the same
+default-pose fallback when none ships.
+
 The default-pose policy (action always 0: hold the default pose) and a NaN policy (the
 same contract, output NaN; fault injection) are exported with
 :mod:`bcg_robot.onnx_graph`, which needs only numpy and onnx.
@@ -42,11 +45,37 @@ def nan_policy(robot: RobotConfig, path: Path) -> Path:
     return save_policy_onnx(path, contract, PolicyWeights(base.obs_mean, base.obs_std, (nan_layer,)))
 
 
-def resolve_policy(requested: str, robot: RobotConfig, out_dir: Path) -> tuple[Path, str]:
+def shipped_policies(models_dir: Path | None = None) -> list[Path]:
+    """Every policy the repository ships: ``models/*.onnx``, sorted by name."""
+    folder = models_dir or share_file("models")
+    return sorted(p for p in folder.glob("*.onnx") if p.is_file())
+
+
+def resolve_policy(requested: str, robot: RobotConfig, out_dir: Path, models_dir: Path | None = None) -> tuple[Path, str]:
     """(path, how it was chosen) for ``requested`` ('' = shipped, else default pose)."""
     if requested:
         return Path(requested), "given"
-    shipped = shipped_policy()
+    shipped = shipped_policy(models_dir)
     if shipped is not None:
         return shipped, "shipped"
     return default_pose_policy(robot, out_dir / "default_pose_policy.onnx"), "default pose (no shipped policy in models/)"
+
+
+def resolve_policies(requested: list[str], robot: RobotConfig, out_dir: Path,
+                     models_dir: Path | None = None) -> list[tuple[Path, str]]:
+    """(path, how it was chosen) per policy of a run: each ``requested`` path in turn, ``all`` = every
+    :func:`shipped_policies` (or the default-pose policy when none ships); none = :func:`resolve_policy` ('')."""
+    if not requested:
+        return [resolve_policy("", robot, out_dir, models_dir)]
+    chosen: list[tuple[Path, str]] = []
+    for item in requested:
+        if item == "all":
+            shipped = shipped_policies(models_dir)
+            chosen += [(p, "shipped") for p in shipped] or [
+                (default_pose_policy(robot, out_dir / "default_pose_policy.onnx"), "default pose (no shipped policy in models/)")]
+        else:
+            chosen.append(resolve_policy(item, robot, out_dir, models_dir))
+    unique: dict[Path, tuple[Path, str]] = {}
+    for path, origin in chosen:
+        unique.setdefault(path.resolve(), (path, origin))
+    return list(unique.values())

@@ -5,9 +5,15 @@ same node list the launch files use (no launch_ros), drives the startup sequence
 (lifecycle configure + activate, ramp, hold in the elastic band, release, operator
 RUN), runs the policy and writes a report (JSON, Markdown, console table, PNG plot and
 a GIF when offscreen rendering works). ``--fault`` adds fault-injection scenarios; each
-must end in DAMP with the expected reason. Exit status 1 on a fall, an unexpected
-trip or a scenario that did not end as expected; 2 on bad input; 3 when only the test
-rig failed (a probe that left no report: a harness error, retried under ``--attempts``).
+must end in DAMP with the expected reason. E_track and the root-height error of the RUN
+are measured against the policy's reference motion (the clip its contract names,
+``models/motions/<motion_id>.csv`` or ``--reference``, played from RUN at the node's
+phase), or the default pose for a policy without one. ``--policy all`` runs the
+scenarios for every ``models/*.onnx`` in turn (a report section and subfolder each).
+Exit status 1 on a fall, an unexpected trip or a scenario that did not end as expected
+(for any policy); 2 on bad input (a policy, a reference clip: before any process
+starts); 3 when only the test rig failed (a probe that left no report: a harness error,
+retried under ``--attempts``).
 """
 
 from __future__ import annotations
@@ -16,14 +22,19 @@ import argparse
 import dataclasses
 import os
 import random
+import sys
 import time
 from pathlib import Path
 
-from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
-from bcg_robot.errors import exit_on_input_error
+from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
+from bcg_robot.contract import PolicyContract
+from bcg_robot.errors import ContractError, exit_on_input_error
+from bcg_robot.motion_csv import MotionError, load_motion_csv
 from bcg_robot.onnx_policy import OnnxPolicy
+from bcg_robot.paths import share_file
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, INTERFACES, load_bridge_config
-from bcg_sim_bridge.policies import resolve_policy
+from bcg_sim_bridge.policies import resolve_policies
+from bcg_sim_bridge.sim2sim.analysis import DEFAULT_POSE_REFERENCE, RunReference
 from bcg_sim_bridge.sim2sim.scenarios import FAULTS, SCENARIOS
 
 
@@ -31,7 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bcg-sim2sim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--interface", choices=(*INTERFACES, "both"), default=None,
                    help="bridge <-> node transport (default: ros2; both with --soak)")
-    p.add_argument("--policy", default="", help="policy ONNX (default: models/ shipped policy, else a default-pose export)")
+    p.add_argument("--policy", action="append", default=[],
+                   help="policy ONNX, repeatable; 'all' = every models/*.onnx, one report section and subfolder each "
+                        "(default: the shipped models/g1_policy.onnx, else a default-pose export)")
+    p.add_argument("--reference", default="",
+                   help="reference clip (G1 CSV) of a policy with a motion (default: models/motions/<motion_id>.csv)")
+    p.add_argument("--models-dir", default="", help="where 'all' finds policies and the clips are looked up (default: models/)")
     p.add_argument("--robot-config", default=str(DEFAULT_ROBOT_CONFIG))
     p.add_argument("--bridge-config", default=str(DEFAULT_BRIDGE_CONFIG))
     p.add_argument("--fault", action="append", choices=(*FAULTS, "all"), default=[],
@@ -80,6 +96,74 @@ def _safety_config(path: str, stale_periods: float, out: Path) -> tuple[str, str
     return str(relaxed), f"{source} with stale_periods {stale_periods:g} instead of {cfg.stale_periods:g} (--stale-periods)"
 
 
+@dataclasses.dataclass(frozen=True)
+class PolicyRun:
+    """One policy of a run, validated before any process starts: its file, contract, reference and report folder."""
+
+    path: Path
+    origin: str
+    contract: PolicyContract
+    reference: RunReference
+    reference_note: str
+    out_dir: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} ({self.origin}, motion '{self.contract.motion_id}')"
+
+
+def load_reference(contract: PolicyContract, policy: Path, robot: RobotConfig, requested: str,
+                   models_dir: Path) -> tuple[RunReference, str]:
+    """(reference, how the report names it) of a policy: its motion clip (``--reference`` or
+    ``<models>/motions/<motion_id>.csv``) when the contract has a motion length, else the default pose.
+    A missing or invalid clip is a :class:`MotionError` naming the file."""
+    if contract.motion_length_s <= 0:
+        if requested:
+            raise ContractError(policy, f"--reference {requested}: the policy has no reference motion (motion_length_s 0; "
+                                        f"motion '{contract.motion_id}'), it is scored against the default pose")
+        return DEFAULT_POSE_REFERENCE, "default pose (the policy has no reference motion)"
+    clip_path = Path(requested) if requested else models_dir / "motions" / f"{contract.motion_id}.csv"
+    if not clip_path.is_file():
+        raise MotionError(clip_path, f"no such reference clip for policy {policy} (motion '{contract.motion_id}'"
+                                     + ("" if requested else "; --reference PATH names another") + ")")
+    clip = load_motion_csv(clip_path, robot, name=contract.motion_id)
+    note = (f"motion '{contract.motion_id}' ({clip_path}, {clip.duration_s:g} s at {clip.fps:g} fps), played from the "
+            f"operator's RUN, wrapping every {contract.motion_length_s:g} s (the node's phase)")
+    return RunReference(contract.motion_id, clip, contract.motion_length_s), note
+
+
+def _policy_dirs(paths: list[Path], out: Path) -> list[Path]:
+    """The report folder of each policy: ``out`` for one, ``out/<stem>`` (unique) for several."""
+    if len(paths) == 1:
+        return [out]
+    dirs, seen = [], set()
+    for p in paths:
+        name, k = p.stem, 1
+        while name in seen:
+            k += 1
+            name = f"{p.stem}_{k}"
+        seen.add(name)
+        dirs.append(out / name)
+    return dirs
+
+
+def validate_policies(args: argparse.Namespace, robot: RobotConfig, out: Path) -> list[PolicyRun]:
+    """Every policy of the run with its contract and reference (a bad one is exit 2 here, before any process)."""
+    models_dir = Path(args.models_dir) if args.models_dir else share_file("models")
+    chosen = resolve_policies(args.policy, robot, out, models_dir)
+    if args.reference and len(chosen) > 1:
+        raise ContractError(args.reference, f"--reference applies to one policy; this run has {len(chosen)} "
+                                            "(each is scored against <models>/motions/<motion_id>.csv)")
+    runs = []
+    for (path, origin), folder in zip(chosen, _policy_dirs([p for p, _ in chosen], out)):
+        # the node's own loader: graph signature, contract, gains (a bad file is exit 2 here,
+        # with the reason the node would give, before any process starts)
+        contract = OnnxPolicy.load(path, robot).contract
+        reference, note = load_reference(contract, path, robot, args.reference, models_dir)
+        runs.append(PolicyRun(path, origin, contract, reference, note, folder))
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = Path(args.out or f"runs/sim2sim/{time.strftime('%Y%m%d-%H%M%S')}")
@@ -87,59 +171,81 @@ def main(argv: list[str] | None = None) -> int:
     with exit_on_input_error("bcg-sim2sim"):
         robot = load_robot_config(args.robot_config)
         load_bridge_config(args.bridge_config)
-        policy, origin = resolve_policy(args.policy, robot, out)
-        # the node's own loader: graph signature, contract, gains (a bad file is exit 2 here,
-        # with the reason the node would give, before any process starts)
-        contract = OnnxPolicy.load(policy, robot).contract
+        policies = validate_policies(args, robot, out)
         safety_config = _safety_config(args.safety_config, args.stale_periods, out)
+    if args.soak > 0 and len(policies) > 1:
+        print(f"bcg-sim2sim: error: --soak runs one policy, this run has {len(policies)}", file=sys.stderr)
+        return 2
     ros_domain, sdk_domain = _domains(args.ros_domain)
     os.environ["ROS_DOMAIN_ID"] = str(ros_domain)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    run_s = args.run_seconds or (contract.motion_length_s if contract.motion_length_s > 0 else 4.0)
 
     from bcg_sim_bridge.sim2sim import report
     from bcg_sim_bridge.sim2sim.driver import init_ros
-    from bcg_sim_bridge.sim2sim.runner import RunOptions, run_scenario
-    from bcg_sim_bridge.sim2sim.video import render_video
+    from bcg_sim_bridge.sim2sim.runner import RunOptions
 
     import rclpy
 
-    opts = RunOptions(robot=robot, robot_config=args.robot_config, policy=policy, policy_origin=origin, out_dir=out,
-                      ros_domain=ros_domain, sdk_domain=sdk_domain, bridge_config=args.bridge_config, run_s=run_s,
+    base = RunOptions(robot=robot, robot_config=args.robot_config, policy=policies[0].path, policy_origin=policies[0].origin,
+                      out_dir=out, ros_domain=ros_domain, sdk_domain=sdk_domain, bridge_config=args.bridge_config,
                       dropout_ms=args.dropout_ms, push_force=args.push_force, physics_dt=1.0 / args.physics_hz,
                       safety_config=safety_config[0], nice=args.nice)
     interface = args.interface or ("both" if args.soak > 0 else "ros2")
     interfaces = INTERFACES if interface == "both" else (interface,)
+    common = {"robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety_config[1]}
     if args.soak > 0:
-        return _soak(opts, interfaces, args.soak, header_base={"policy": f"{policy} ({origin}, motion '{contract.motion_id}')",
-                                                                "robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz",
-                                                                "safety_config": safety_config[1]})
+        return _soak(dataclasses.replace(base, reference=policies[0].reference), interfaces, args.soak,
+                     header_base={"policy": policies[0].label, **common})
+    init_ros()
+    t0 = time.monotonic()
+    sections = []
+    try:
+        for run in policies:
+            run.out_dir.mkdir(parents=True, exist_ok=True)
+            run_s = args.run_seconds or (run.contract.motion_length_s if run.contract.motion_length_s > 0 else 4.0)
+            opts = dataclasses.replace(base, policy=run.path, policy_origin=run.origin, out_dir=run.out_dir, run_s=run_s,
+                                       reference=run.reference)
+            header = {"policy": run.label, "reference": run.reference_note, **common, "nice": args.nice,
+                      "ros_domain": ros_domain, "sdk_domain": sdk_domain}
+            sections.append(_run_policy(opts, run, args, interfaces, header, report))
+    finally:
+        rclpy.try_shutdown()
+    wall_s = round(time.monotonic() - t0, 1)
+    if len(sections) > 1:
+        _write_combined(sections, {**common, "policies": len(sections), "wall_s": wall_s}, out, report)
+        for s in sections:
+            print(f"bcg-sim2sim: {s['policy']}: {s['verdict']} ({s['out_dir'] / 'report.md'})")
+    codes = [s["exit_code"] for s in sections]
+    return 1 if 1 in codes else 3 if 3 in codes else 0
+
+
+def _run_policy(opts, run: PolicyRun, args: argparse.Namespace, interfaces, header: dict, report) -> dict:
+    """The scenarios of one policy, its report in ``opts.out_dir``; a section of the run (exit code, verdict, results)."""
+    from bcg_sim_bridge.sim2sim.runner import run_scenario
+    from bcg_sim_bridge.sim2sim.video import render_video
+
+    out = opts.out_dir
     faults = FAULTS if "all" in args.fault else tuple(dict.fromkeys(args.fault))
     plan = [(SCENARIOS[name], itf) for itf in interfaces
             for name in ((() if args.no_nominal else ("none",)) + faults) if itf in SCENARIOS[name].interfaces]
     skipped = [f"{name} on {itf}: not applicable ({SCENARIOS[name].interfaces} only)" for itf in interfaces
                for name in faults if itf not in SCENARIOS[name].interfaces]
-    header = {"policy": f"{policy} ({origin}, motion '{contract.motion_id}')", "robot": robot.name,
-              "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety_config[1], "nice": args.nice, "ros_domain": ros_domain, "sdk_domain": sdk_domain,
-              "not_run": skipped or "none"}
-    init_ros()
+    header["not_run"] = skipped or "none"
     results = []
     t0 = time.monotonic()
-    try:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        for scenario, itf in tqdm(plan, desc="sim2sim", unit="scenario"):
-            spoiled = []
-            for attempt in range(max(1, args.attempts)):
-                result = run_scenario(opts, scenario, itf, attempt)
-                retry = result.get("spoiled_before_injection") or result.get("harness_error")
-                if result.get("passed") or not retry or attempt + 1 >= args.attempts:
-                    break
-                spoiled.append({k: result.get(k) for k in ("observed", "error", "harness_error", "unexpected_trips", "log_dir")})
-            result["spoiled_attempts"] = spoiled
-            results.append(result)
-    finally:
-        rclpy.try_shutdown()
+    for scenario, itf in tqdm(plan, desc=f"sim2sim {run.path.stem}", unit="scenario"):
+        spoiled = []
+        for attempt in range(max(1, args.attempts)):
+            result = run_scenario(opts, scenario, itf, attempt)
+            retry = result.get("spoiled_before_injection") or result.get("harness_error")
+            if result.get("passed") or not retry or attempt + 1 >= args.attempts:
+                break
+            spoiled.append({k: result.get(k) for k in ("observed", "error", "harness_error", "unexpected_trips", "log_dir")})
+        result["spoiled_attempts"] = spoiled
+        result["policy"] = str(run.path)
+        results.append(result)
     header["wall_s"] = round(time.monotonic() - t0, 1)
     nominal = next((r for r in results if r["scenario"] == "none" and r.get("bridge_log")), None)
     if args.video and nominal is not None:
@@ -160,10 +266,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bcg-sim2sim: FAILED: {', '.join(failed)}")
     if broken:
         print(f"bcg-sim2sim: HARNESS ERROR (the test rig, not the policy or its safety layer): {', '.join(broken)}")
-    if failed or broken:
-        return 1 if failed else 3
-    print(f"bcg-sim2sim: all {len(results)} scenario(s) passed in {header['wall_s']} s")
-    return 0
+    code = 1 if failed else 3 if broken else 0
+    if not code:
+        print(f"bcg-sim2sim: all {len(results)} scenario(s) passed in {header['wall_s']} s")
+    verdict = "FAILED" if failed else "HARNESS ERROR" if broken else f"all {len(results)} scenario(s) passed"
+    return {"policy": str(run.path), "out_dir": out, "exit_code": code, "verdict": verdict, "header": header, "results": results}
+
+
+def _write_combined(sections: list[dict], header: dict, out: Path, report) -> None:
+    """The run's report over several policies: one section per policy (its own report is in its folder)."""
+    report.write_json([dict(r) for s in sections for r in s["results"]], {
+        **header, "per_policy": [{"policy": s["policy"], "out_dir": str(s["out_dir"]), "exit_code": s["exit_code"],
+                                  "verdict": s["verdict"], "header": s["header"]} for s in sections]}, out / "report.json")
+    parts = ["# Sim-to-sim report: every policy", ""] + [f"- {k}: {v}" for k, v in header.items()] + [""]
+    parts += [f"- {s['policy']}: **{s['verdict']}** ([report]({s['out_dir'].relative_to(out) / 'report.md'}))" for s in sections]
+    for s in sections:
+        parts += ["", report.markdown(s["results"], s["header"], title=f"Policy {s['policy']}", level=2)]
+    (out / "report.md").write_text("\n".join(parts))
 
 
 def _soak(opts, interfaces, seconds: float, header_base: dict) -> int:

@@ -4,7 +4,10 @@ The metric definitions are those of :mod:`bcg_robot.metrics`:
 
 * falls while the policy was in charge;
 * E_track (cm) of the tracked bodies in the pelvis frame (forward kinematics of the
-  measured joints vs the reference's; the default pose for a policy without a motion);
+  measured joints vs the reference's) and the root-height error (cm). The reference
+  (:class:`RunReference`) is the clip the policy's contract names, played from the
+  operator's RUN and wrapping at the contract's ``motion_length_s`` exactly as the node's
+  phase does (:func:`reference_at`); the default pose for a policy without a motion;
 * foot penetration in the bridge vs the training simulator (the ``train`` variant
   replaying the same drive commands, open loop, from the same start);
 * loop timing of the bridge (physics step compute time, pacing overruns, real-time factor).
@@ -20,7 +23,8 @@ import numpy as np
 
 from bcg_robot import metrics
 from bcg_robot.config import RobotConfig
-from bcg_robot.model import build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices
+from bcg_robot.model import build_model, default_qpos, foot_floor_geoms, joint_dof_indices, joint_qpos_indices
+from bcg_robot.motion_csv import ClipSample, MotionClip
 from bcg_robot.pd import pd_torque
 from bcg_sim_bridge.physics import DriveMode
 
@@ -94,6 +98,42 @@ def tracking_error_cm(fk: KeyBodyFK, q: np.ndarray, q_ref: np.ndarray) -> tuple[
         return float("nan"), float("nan")
     summary = metrics.summarize_tracking(metrics.body_position_errors(fk(q), fk(q_ref)))
     return summary.mean_cm, summary.max_cm
+
+
+def clip_time(t: np.ndarray, t_run: float, motion_length_s: float) -> np.ndarray:
+    """Clip time (s) at monotonic times ``t`` of a motion started at ``t_run``: ``(t - t_run) % motion_length_s``,
+    the node's phase (``bcg_policy_node.safety.control_loop``) times the motion length."""
+    if not motion_length_s > 0:
+        raise ValueError(f"motion length {motion_length_s} s is not positive")
+    return np.mod(np.asarray(t, dtype=np.float64) - t_run, motion_length_s)
+
+
+def reference_at(clip: MotionClip, motion_length_s: float, t: np.ndarray, t_run: float) -> ClipSample:
+    """The reference at monotonic times ``t`` (bridge-log ``wall_time``) of a RUN accepted at ``t_run``:
+    ``clip`` at :func:`clip_time` (interpolated between frames; past the clip's last frame, when the
+    motion length is longer than the clip, its last frame)."""
+    return clip.sample(clip_time(t, t_run, motion_length_s))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunReference:
+    """What a run is scored against: ``clip`` (the policy's reference motion, ``motion_length_s`` > 0)
+    or, without a clip, the default pose standing at the model's ``default`` keyframe height."""
+
+    name: str = "default pose"
+    clip: MotionClip | None = None
+    motion_length_s: float = 0.0
+
+    def joints_and_height(self, robot: RobotConfig, fk: "KeyBodyFK", t: np.ndarray, t_run: float) -> tuple[np.ndarray, np.ndarray]:
+        """(q_ref (T, n), root z_ref (T,)) at monotonic times ``t``."""
+        t = np.asarray(t, dtype=np.float64).reshape(-1)
+        if self.clip is None:
+            return np.tile(robot.default_q, (len(t), 1)), np.full(len(t), float(default_qpos(fk.model)[2]))
+        ref = reference_at(self.clip, self.motion_length_s, t, t_run)
+        return ref.joint_pos, ref.root_pos[:, 2]
+
+
+DEFAULT_POSE_REFERENCE = RunReference()
 
 
 def training_sim_penetration(robot: RobotConfig, log: BridgeLog, mask: np.ndarray) -> np.ndarray:

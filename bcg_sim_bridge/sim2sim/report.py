@@ -32,24 +32,27 @@ def summary_rows(results: list[dict]) -> list[list[str]]:
         rows.append([
             r["interface"], r["scenario"], verdict(r),
             r.get("reason", "-"), _fmt(r.get("trip_ms"), 0), _fmt(r.get("reaction_ms"), 0), "yes" if r.get("fell") else "no",
-            _fmt(r.get("e_track_cm", {}).get("mean")), _fmt(pen.get("bridge_mean")), _fmt(pen.get("difference_mean")),
+            _fmt(r.get("e_track_cm", {}).get("mean")), _fmt(r.get("root_height_error_cm", {}).get("mean")),
+            _fmt(pen.get("bridge_mean")), _fmt(pen.get("difference_mean")),
             _fmt(bt.get("p99"), 3), _fmt(bt.get("realtime_factor"), 3), _fmt(nt.get("jitter", {}).get("p99"), 2),
         ])
     return rows
 
 
-HEADER = ["interface", "scenario", "result", "DAMP reason", "node trip ms", "damping at motors ms", "fell", "E_track cm", "foot pen. mm",
-          "pen. diff vs train mm", "bridge step p99 ms", "bridge RTF", "node jitter p99 ms"]
+HEADER = ["interface", "scenario", "result", "DAMP reason", "node trip ms", "damping at motors ms", "fell", "E_track cm",
+          "root z err cm", "foot pen. mm", "pen. diff vs train mm", "bridge step p99 ms", "bridge RTF", "node jitter p99 ms"]
 
 
-def markdown(results: list[dict], header: dict) -> str:
-    lines = ["# Sim-to-sim report", ""]
+def markdown(results: list[dict], header: dict, title: str = "Sim-to-sim report", level: int = 1) -> str:
+    """The report of one policy; ``level`` is the heading level of ``title`` (2 inside a run over several policies)."""
+    h = "#" * level
+    lines = [f"{h} {title}", ""]
     lines += [f"- {k}: {v}" for k, v in header.items()]
     lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(row) + " |" for row in summary_rows(results)]
-    lines += ["", "## Scenarios", ""]
+    lines += ["", f"{h}# Scenarios", ""]
     for r in results:
-        lines += [f"### {r['interface']} / {r['scenario']}: {verdict(r)}", "",
+        lines += [f"{h}## {r['interface']} / {r['scenario']}: {verdict(r)}", "",
                   f"- injected: {r['injects']}", f"- expected: {r['expected']}", f"- observed: {r.get('observed', '-')}"]
         if r.get("error"):
             lines.append(f"- error: {r['error']}")

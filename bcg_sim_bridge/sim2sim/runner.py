@@ -48,6 +48,7 @@ class RunOptions:
     startup_timeout_s: float = 90.0
     safety_config: str = ""  # '' = the node's default
     nice: int = 0  # niceness of bridge, node and sentinel (< 0 needs CAP_SYS_NICE)
+    reference: analysis.RunReference = analysis.DEFAULT_POSE_REFERENCE  # what E_track and root height are scored against
 
 
 def _pause(seconds: float) -> None:
@@ -234,8 +235,10 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
     run_end = t_fault if t_fault is not None and scenario.name != "none" else marks.get("stop", policy_end)
     run_mask = log.window(t_run, run_end) if t_run is not None else np.zeros(len(log.wall_time), bool)
     fk = analysis.KeyBodyFK(opts.robot)
-    q_ref = np.broadcast_to(opts.robot.default_q, log.q[run_mask].shape)
+    # the reference at each logged sample of the RUN window: the policy's clip from the RUN on, or the default pose
+    q_ref, z_ref = opts.reference.joints_and_height(opts.robot, fk, log.wall_time[run_mask], t_run if t_run is not None else 0.0)
     e_mean, e_max = analysis.tracking_error_cm(fk, log.q[run_mask][::2], q_ref[::2])
+    z_mean, z_max = metrics.root_height_error_cm(log.root_pos[run_mask, 2], z_ref)
     pen_bridge = metrics.summarize_foot_penetration(log.foot_penetration[run_mask])
     pen_train = metrics.summarize_foot_penetration(analysis.training_sim_penetration(opts.robot, log, run_mask))
     timing_arr = np.asarray(timing, dtype=np.float64).reshape(-1, 3) if timing else np.zeros((0, 3))
@@ -269,8 +272,9 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
         "trip_ms": trip_ms,  # the node's DAMP report after the injection (timeline)
         "unexpected_trips": unexpected_early,
         "fell": fell, "min_root_height_m": min_z,
-        "e_track_cm": {"mean": e_mean, "max": e_max, "reference": "default pose", "frame": "pelvis",
+        "e_track_cm": {"mean": e_mean, "max": e_max, "reference": opts.reference.name, "frame": "pelvis",
                        "bodies": list(metrics.TRACKED_BODIES)},
+        "root_height_error_cm": {"mean": z_mean, "max": z_max, "reference": opts.reference.name},
         "foot_penetration_mm": {
             "bridge_mean": pen_bridge.mean_mm, "bridge_max": pen_bridge.max_mm,
             "train_mean": pen_train.mean_mm, "train_max": pen_train.max_mm,

@@ -1,6 +1,6 @@
 """bcg-eval: roll an ONNX policy in the `bridge` model with plain MuJoCo over several seeds.
 
-Prints falls, tracking error E_track (cm) and the foot-penetration difference between
+Prints falls, tracking error E_track (cm), root-height error (cm) and the foot-penetration difference between
 the training simulation (the `train` model variant the trainer simulates in MJX, rolled
 here with MuJoCo C) and the bridge model (definitions: bcg_robot.metrics); writes a plot
 (PNG), a JSON summary and, when offscreen rendering works, a video of the first seed.
@@ -35,6 +35,8 @@ def _plot(results, path: Path, title: str) -> None:
         label = f"seed {r.seed}" + (" (fell)" if r.fell else "")
         ax_h.plot(r.time, r.root_height, label=label)
         ax_e.plot(r.time, 100 * r.tracking_error, label=label)
+    if results:
+        ax_h.plot(results[0].time, results[0].ref_root_height, color="k", ls=":", lw=1.0, label="reference")
     ax_h.axhline(FALL_HEIGHT_M, color="k", ls="--", lw=0.8)
     ax_h.set_ylabel("root height (m)")
     ax_e.set_ylabel("E_track (cm)")
@@ -132,23 +134,27 @@ def main(argv: list[str] | None = None) -> int:
             train_results.append(rollout(policy, train_model, robot, reference, seed, args.duration, dr))
 
         print(f"policy {args.policy} (motion '{contract.motion_id}', {args.duration:g} s, DR {'off' if args.no_dr else 'on'})")
-        print(f"{'seed':>4} {'fell':>5} {'survived s':>10} {'E_track cm':>10} {'pen. bridge mm':>14} {'pen. train mm':>13} {'diff mm':>8}")
+        print(f"{'seed':>4} {'fell':>5} {'survived s':>10} {'E_track cm':>10} {'root z err cm':>13} {'pen. bridge mm':>14} "
+              f"{'pen. train mm':>13} {'diff mm':>8}")
         for r, tr in zip(results, train_results):
             print(
-                f"{r.seed:>4} {str(r.fell):>5} {r.survived_s:>10.2f} {r.tracking_error_cm:>10.2f} "
+                f"{r.seed:>4} {str(r.fell):>5} {r.survived_s:>10.2f} {r.tracking_error_cm:>10.2f} {r.root_height_error_cm:>13.2f} "
                 f"{r.foot_penetration_mm:>14.2f} {tr.foot_penetration_mm:>13.2f} {tr.foot_penetration_mm - r.foot_penetration_mm:>8.2f}"
             )
         falls = sum(r.fell for r in results)
         e_track = np.array([r.tracking_error_cm for r in results])
+        root_z = np.array([r.root_height_error_cm for r in results])
         pen_diff = np.array([tr.foot_penetration_mm - r.foot_penetration_mm for r, tr in zip(results, train_results)])
         summary = {
             "policy": str(args.policy), "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed, "duration_s": args.duration,
             "domain_randomization": not args.no_dr, "falls": falls,
             "tracking_error_cm_mean": float(e_track.mean()), "tracking_error_cm_std": float(e_track.std()),
+            "root_height_error_cm": {"mean": float(root_z.mean()), "max": float(max(r.root_height_error_max_cm for r in results))},
             "foot_penetration_diff_mm_mean": float(pen_diff.mean()),
             "train_sim_falls": sum(r.fell for r in train_results),
             "per_seed": [
                 {"seed": r.seed, "fell": r.fell, "survived_s": r.survived_s, "tracking_error_cm": r.tracking_error_cm,
+                 "root_height_error_cm": {"mean": r.root_height_error_cm, "max": r.root_height_error_max_cm},
                  "foot_penetration_bridge_mm": r.foot_penetration_mm, "foot_penetration_train_mm": tr.foot_penetration_mm,
                  "domain": r.domain}
                 for r, tr in zip(results, train_results)
@@ -158,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
         print(
             f"falls {falls}/{args.seeds}, E_track {e_track.mean():.2f} +- {e_track.std():.2f} cm, "
+            f"root height error {root_z.mean():.2f} cm (max {summary['root_height_error_cm']['max']:.2f}), "
             f"foot penetration train - bridge {pen_diff.mean():+.2f} mm; plot {out / 'eval.png'}"
         )
         if video is not None:

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         "preview", help="validate a clip, summarize it and render a frame strip PNG and a GIF",
         description=__doc__.split("\n\n", 1)[1].strip(),
     )
-    preview.add_argument("clip", type=Path, help="G1 CSV clip (format: bcg_train.motion.loader)")
+    preview.add_argument("clip", type=Path, help="G1 CSV clip (format: bcg_robot.motion_csv)")
     preview.add_argument("--out", type=Path, default=None, help="output folder (default: runs/preview/<clip stem>/)")
     preview.add_argument("--fps", type=float, default=CSV_FPS, help=f"the clip's frame rate (default {CSV_FPS:g})")
     preview.add_argument("--frames", type=int, default=defaults.strip_frames, help="frames in the strip, evenly spaced over the clip")

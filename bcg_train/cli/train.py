@@ -1,6 +1,6 @@
 """bcg-train: train a motion-imitation policy with SHAC (+ BCG) from a typed YAML config.
 
---motion CLIP.csv trains on any G1 CSV clip (format: bcg_train.motion.loader):
+--motion CLIP.csv trains on any G1 CSV clip (format: bcg_robot.motion_csv):
 the task config (--task, default stand) supplies every other setting, the clip's file
 stem is the motion id and the default run directory is runs/<stem>-<preset>. The clip
 is validated before JAX is imported.

@@ -9,7 +9,9 @@ and push times/velocities from the task's domain-randomization config.
 
 Measured per seed, as defined in :mod:`bcg_robot.metrics`: whether and when the robot
 fell, the tracking error E_track against the reference (cm, tracked bodies in the pelvis
-frame, once per control step) and the foot penetration (mm, every physics step).
+frame, once per control step), the root-height error against the reference's pelvis height
+(cm, once per control step; the reference shifted by the same start offset as the robot)
+and the foot penetration (mm, every physics step).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class RolloutResult:
     foot_penetration_mm: float
     time: np.ndarray
     root_height: np.ndarray
+    root_height_error_cm: float  # mean |z - z_ref| (bcg_robot.metrics.root_height_error_cm)
+    root_height_error_max_cm: float
+    ref_root_height: np.ndarray  # the reference's, per control step
     tracking_error: np.ndarray  # m per control step, mean over the tracked bodies
     domain: dict
 
@@ -100,7 +105,7 @@ def rollout(
     push_lo, push_hi = (int(round(x / contract.control_dt)) for x in dr.push_interval_s)
     next_push = int(rng.integers(push_lo, push_hi + 1)) if dr.enabled else steps + 1
 
-    heights, errors, penetrations = [], [], []
+    heights, ref_heights, errors, penetrations = [], [], [], []
     fell_at = None
     for k in range(steps):
         t = k * contract.control_dt
@@ -125,10 +130,12 @@ def rollout(
         tracked = metrics.root_frame_positions(data.xpos[tracked_ids], data.xpos[root_id], data.xquat[root_id])
         errors.append(metrics.body_position_errors(tracked, ref_tracked[frame]))
         heights.append(float(data.qpos[2]))
+        ref_heights.append(float(reference.root_pos[frame, 2] + height_offset))
         if metrics.is_fallen(data.qpos[2], np.isfinite(data.qpos).all()):
             fell_at = (k + 1) * contract.control_dt
             break
     times = np.arange(1, len(heights) + 1) * contract.control_dt
+    z_mean, z_max = metrics.root_height_error_cm(heights, ref_heights)
     return RolloutResult(
         seed=seed,
         fell=fell_at is not None,
@@ -137,6 +144,9 @@ def rollout(
         foot_penetration_mm=metrics.summarize_foot_penetration(np.asarray(penetrations)).mean_mm,
         time=times,
         root_height=np.asarray(heights),
+        root_height_error_cm=z_mean,
+        root_height_error_max_cm=z_max,
+        ref_root_height=np.asarray(ref_heights),
         tracking_error=np.mean(errors, axis=-1),
         domain=domain,
     )

@@ -1,155 +1,34 @@
-"""The public G1 reference-motion CSV format: load, validate, write.
+"""The G1 reference-motion CSV format: the codec lives in :mod:`bcg_robot.motion_csv`.
 
-One row per frame, comma separated, no header, 36 columns:
-root position x, y, z (m), root quaternion x, y, z, w, then the 29 joint angles (rad)
-in motor order (``config/g1_29dof.yaml``). Public LAFAN1 retargets are 30 fps; the
-frame rate is not in the file, so the loader takes it (default 30) and checks it
-against the data: a joint moving faster than its velocity limit between two frames
-means the clip is not at that rate (or is broken). Lines starting with ``#`` are
-comments (this project's clips name their source there).
-
-Every problem is a one-line :class:`MotionError` naming the file, the row (1-based
-line number) and the column.
+Deployment (``bcg-sim2sim``) reads the same clips, so the format, its validation and
+the writer are defined once, in the robot package; this module keeps the trainer's
+import path (``bcg_train.motion.loader``).
 """
 
-from __future__ import annotations
+from bcg_robot.motion_csv import (
+    CSV_FPS,
+    JOINT_LIMIT_MARGIN,
+    QUAT_NORM_TOLERANCE,
+    ROOT_COLUMNS,
+    VELOCITY_LIMIT_FACTOR,
+    ClipSample,
+    MotionClip,
+    MotionError,
+    column_names,
+    load_motion_csv,
+    write_motion_csv,
+)
 
-import dataclasses
-import math
-from pathlib import Path
-
-import numpy as np
-
-from bcg_robot.config import RobotConfig
-from bcg_robot.errors import BCGInputError
-
-CSV_FPS = 30.0
-ROOT_COLUMNS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
-# Joint angles may exceed the limits by this much (retargets clip loosely), rad.
-JOINT_LIMIT_MARGIN = 0.05
-# A joint may move at most this multiple of its velocity limit between frames.
-VELOCITY_LIMIT_FACTOR = 1.5
-QUAT_NORM_TOLERANCE = 0.05
-
-
-class MotionError(BCGInputError):
-    """A motion file that does not validate."""
-
-
-def column_names(cfg: RobotConfig) -> tuple[str, ...]:
-    return ROOT_COLUMNS + tuple(cfg.joint_names)
-
-
-@dataclasses.dataclass(frozen=True)
-class MotionClip:
-    """A validated clip as stored: frames at ``fps``; quaternions converted to w, x, y, z."""
-
-    name: str
-    fps: float
-    root_pos: np.ndarray  # (T, 3)
-    root_quat: np.ndarray  # (T, 4) w x y z, unit
-    joint_pos: np.ndarray  # (T, n) motor order
-    source: str = ""
-
-    @property
-    def num_frames(self) -> int:
-        return self.root_pos.shape[0]
-
-    @property
-    def duration_s(self) -> float:
-        return (self.num_frames - 1) / self.fps
-
-
-def _parse_rows(path: Path, text: str, ncols: int, names: tuple[str, ...]) -> tuple[np.ndarray, list[int]]:
-    rows, lines = [], []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        cells = stripped.split(",")
-        if len(cells) != ncols:
-            first = min(len(cells), ncols)  # the first column missing or extra, 0-based
-            where = f"column {first + 1} ({names[first]}) is missing" if len(cells) < ncols else f"column {first + 1} is extra"
-            raise MotionError(
-                path, f"row {lineno}: expected {ncols} columns (root pos 3, quat xyzw 4, {ncols - 7} joints), got {len(cells)}: {where}"
-            )
-        values = []
-        for col, cell in enumerate(cells):
-            try:
-                v = float(cell)
-            except ValueError:
-                raise MotionError(path, f"row {lineno}, column {col + 1} ({names[col]}): not a number: {cell.strip()!r}") from None
-            if not math.isfinite(v):
-                raise MotionError(path, f"row {lineno}, column {col + 1} ({names[col]}): non-finite value {cell.strip()}")
-            values.append(v)
-        rows.append(values)
-        lines.append(lineno)
-    if len(rows) < 2:
-        raise MotionError(path, f"needs at least 2 frames, has {len(rows)}")
-    return np.asarray(rows, dtype=np.float64), lines
-
-
-def load_motion_csv(path: str | Path, cfg: RobotConfig, fps: float = CSV_FPS, name: str | None = None) -> MotionClip:
-    """Load and validate a G1 motion CSV (see module docstring)."""
-    path = Path(path)
-    names = column_names(cfg)
-    if not (math.isfinite(fps) and 1.0 <= fps <= 1000.0):
-        raise MotionError(path, f"frame rate {fps} fps is not in [1, 1000]")
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise MotionError(path, f"cannot read: {err.strerror or err}") from None
-    data, lines = _parse_rows(path, text, len(names), names)
-
-    quat_xyzw = data[:, 3:7]
-    norms = np.linalg.norm(quat_xyzw, axis=1)
-    bad = np.flatnonzero(np.abs(norms - 1.0) > QUAT_NORM_TOLERANCE)
-    if bad.size:
-        raise MotionError(path, f"row {lines[bad[0]]}, columns 4-7 (root quaternion x,y,z,w): norm {norms[bad[0]]:.3f} is not 1")
-
-    joints = data[:, 7:]
-    lo, hi = cfg.lower - JOINT_LIMIT_MARGIN, cfg.upper + JOINT_LIMIT_MARGIN
-    outside = (joints < lo) | (joints > hi)
-    if outside.any():
-        r, j = np.argwhere(outside)[0]
-        raise MotionError(
-            path,
-            f"row {lines[r]}, column {8 + j} ({cfg.joint_names[j]}): {joints[r, j]:.4f} rad outside the joint limits "
-            f"[{cfg.lower[j]:.4f}, {cfg.upper[j]:.4f}] plus margin {JOINT_LIMIT_MARGIN}",
-        )
-    speed = np.abs(np.diff(joints, axis=0)) * fps
-    too_fast = speed > VELOCITY_LIMIT_FACTOR * cfg.velocity
-    if too_fast.any():
-        r, j = np.argwhere(too_fast)[0]
-        raise MotionError(
-            path,
-            f"row {lines[r + 1]}, column {8 + j} ({cfg.joint_names[j]}): joint moves at {speed[r, j]:.1f} rad/s at {fps:g} fps, "
-            f"over {VELOCITY_LIMIT_FACTOR} x its limit {cfg.velocity[j]:g} rad/s (wrong frame rate?)",
-        )
-
-    quat = quat_xyzw[:, [3, 0, 1, 2]] / norms[:, None]
-    quat = _continuous_sign(quat)
-    return MotionClip(
-        name=name or path.stem, fps=float(fps), root_pos=data[:, :3].copy(), root_quat=quat, joint_pos=joints.copy(), source=str(path)
-    )
-
-
-def _continuous_sign(quat: np.ndarray) -> np.ndarray:
-    """Flip signs so consecutive quaternions lie in the same hemisphere (q and -q are one rotation)."""
-    out = quat.copy()
-    for i in range(1, len(out)):
-        if np.dot(out[i], out[i - 1]) < 0:
-            out[i] = -out[i]
-    return out
-
-
-def write_motion_csv(path: str | Path, clip: MotionClip, comment: str = "") -> Path:
-    """Write ``clip`` in the G1 CSV format (quaternion back to x, y, z, w)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    quat_xyzw = clip.root_quat[:, [1, 2, 3, 0]]
-    table = np.concatenate([clip.root_pos, quat_xyzw, clip.joint_pos], axis=1)
-    header = "".join(f"# {line}\n" for line in comment.splitlines()) if comment else ""
-    body = "\n".join(",".join(f"{v:.6f}" for v in row) for row in table)
-    path.write_text(header + body + "\n")
-    return path
+__all__ = [
+    "CSV_FPS",
+    "JOINT_LIMIT_MARGIN",
+    "QUAT_NORM_TOLERANCE",
+    "ROOT_COLUMNS",
+    "VELOCITY_LIMIT_FACTOR",
+    "ClipSample",
+    "MotionClip",
+    "MotionError",
+    "column_names",
+    "load_motion_csv",
+    "write_motion_csv",
+]

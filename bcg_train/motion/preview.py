@@ -93,7 +93,7 @@ def gif_frame_indices(num_frames: int, clip_fps: float, gif_fps: float) -> np.nd
 @dataclasses.dataclass(frozen=True)
 class JointLimitReport:
     """Frames with a joint angle outside the robot config's position limits (the loader
-    accepts up to :data:`bcg_train.motion.loader.JOINT_LIMIT_MARGIN` beyond them)."""
+    accepts up to :data:`bcg_robot.motion_csv.JOINT_LIMIT_MARGIN` beyond them)."""
 
     frames_outside: int
     worst_joint: str = ""

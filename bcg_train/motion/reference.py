@@ -19,7 +19,7 @@ import numpy as np
 from bcg_robot.config import RobotConfig
 from bcg_robot.metrics import TRACKED_BODIES
 from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
-from bcg_train.motion.loader import CSV_FPS, MotionClip, load_motion_csv
+from bcg_robot.motion_csv import CSV_FPS, MotionClip, load_motion_csv
 
 # Bodies whose world positions the trainer tracks: the pelvis and the bodies of E_track
 # (torso, knees, feet, elbows, hands; see bcg_robot.metrics).
@@ -82,31 +82,13 @@ def quat_conj(q: np.ndarray) -> np.ndarray:
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
-def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Row-wise spherical interpolation of unit quaternions (w x y z)."""
-    dot = np.sum(q0 * q1, axis=-1, keepdims=True)
-    q1 = np.where(dot < 0, -q1, q1)
-    dot = np.abs(dot)
-    t = t[:, None]
-    theta = np.arccos(np.clip(dot, -1.0, 1.0))
-    small = theta < 1e-6
-    sin = np.where(small, 1.0, np.sin(theta))
-    w0 = np.where(small, 1 - t, np.sin((1 - t) * theta) / sin)
-    w1 = np.where(small, t, np.sin(t * theta) / sin)
-    out = w0 * q0 + w1 * q1
-    return out / np.linalg.norm(out, axis=-1, keepdims=True)
-
-
 def resample_times(clip: MotionClip, dt: float) -> np.ndarray:
     return np.arange(0.0, clip.duration_s + 1e-9, dt)
 
 
 def _interpolate(clip: MotionClip, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    f = np.clip(times * clip.fps, 0.0, clip.num_frames - 1)
-    i0 = np.minimum(np.floor(f).astype(int), clip.num_frames - 2)
-    w = f - i0
-    lerp = lambda x: x[i0] * (1 - w)[:, None] + x[i0 + 1] * w[:, None]
-    return lerp(clip.root_pos), slerp(clip.root_quat[i0], clip.root_quat[i0 + 1], w), lerp(clip.joint_pos)
+    sample = clip.sample(times)  # the codec's one interpolation (bcg_robot.motion_csv)
+    return sample.root_pos, sample.root_quat, sample.joint_pos
 
 
 def angular_velocity_body(quat: np.ndarray, dt: float) -> np.ndarray:

@@ -76,3 +76,15 @@ def test_foot_floor_geoms_of_the_g1_model():
         assert all(model.geom_bodyid[g] in feet for g in geoms.feet)
     for body in metrics.TRACKED_BODIES:
         model.body(body)  # every tracked body exists in the G1 model
+
+
+def test_root_height_error_is_the_mean_and_max_absolute_height_difference_in_cm():
+    z = np.array([0.78, 0.70, 0.90, 0.78])
+    ref = np.array([0.78, 0.75, 0.80, 0.78])
+    mean, worst = metrics.root_height_error_cm(z, ref)
+    assert mean == pytest.approx((0 + 5 + 10 + 0) / 4) and worst == pytest.approx(10.0)
+    # a scalar reference broadcasts (the default pose's standing height)
+    assert metrics.root_height_error_cm(np.array([0.70, 0.80]), 0.75) == pytest.approx((5.0, 5.0))
+    # the same posture in the air and in a crouch: root-relative E_track is blind to it, this is not
+    assert metrics.root_height_error_cm(np.array([0.88]), np.array([0.68])) == pytest.approx((20.0, 20.0))
+    assert all(np.isnan(v) for v in metrics.root_height_error_cm(np.zeros(0), np.zeros(0)))

@@ -40,6 +40,7 @@ def test_default_pose_policy_passes_sim2sim(interface, tmp_path):
     assert result["passed"] and not result["fell"]
     assert result["reason"] == "operator_stop" and result["final_motor_mode"] == "DAMPING"
     assert result["e_track_cm"]["mean"] < 3.0
+    assert result["root_height_error_cm"]["mean"] < 2.0  # against the stand clip's / default pose's pelvis height
     assert result["min_root_height_m"] > 0.6
     assert result["node_timing_ms"]["period"]["p50"] == pytest.approx(20.0, abs=2.0)
     assert result["bridge_timing_ms"]["realtime_factor"] == pytest.approx(1.0, abs=0.1)
@@ -138,3 +139,58 @@ def test_a_policy_with_good_metadata_and_a_wrong_graph_is_exit_2_with_its_reason
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert len(lines) == 1 and str(bad) in lines[0] and "has 23 values, the robot has 29 joints" in lines[0], lines
     assert not (tmp_path / "out" / "report.json").exists()  # nothing ran
+
+
+@pytest.fixture(scope="module")
+def every_policy(tmp_path_factory):
+    """``--policy all`` over a models folder of two policies that both hold the default pose: one whose
+    contract names the squat (8 s) and one without a motion; the nominal run only, 3 s of RUN (the
+    squat's knees bend 0.9 rad and its pelvis goes down ~10 cm by 2 s in)."""
+    import shutil
+
+    from bcg_robot.config import load_robot_config
+    from bcg_robot.paths import share_file
+    from bcg_sim_bridge.harness.sample_policies import write_policy
+
+    robot = load_robot_config(check_model=False)
+    models = tmp_path_factory.mktemp("models")
+    (models / "motions").mkdir()
+    shutil.copy(share_file("models/motions/squat.csv"), models / "motions" / "squat.csv")
+    write_policy(models / "hold.onnx", robot)
+    write_policy(models / "squat_hold.onnx", robot, motion_id="squat", motion_length_s=8.0)
+    out = tmp_path_factory.mktemp("every_policy")
+    code, report, output = _sim2sim(out, "--interface", "ros2", "--policy", "all", "--models-dir", str(models),
+                                    "--run-seconds", "3")
+    return code, out, report, output
+
+
+def test_policy_all_runs_each_policy_with_a_report_section_and_folder_each(every_policy):
+    code, out, report, output = every_policy
+    assert code == 0, output
+    sections = {Path(s["policy"]).stem: s for s in report["header"]["per_policy"]}
+    assert set(sections) == {"hold", "squat_hold"}, output
+    for name, section in sections.items():
+        assert section["exit_code"] == 0 and Path(section["out_dir"]) == out / name
+        own = json.loads((out / name / "report.json").read_text())
+        (result,) = own["results"]
+        assert result["scenario"] == "none" and result["passed"], result.get("observed")
+        assert (out / name / "report.md").is_file() and (out / name / "ros2_none").is_dir()
+    text = (out / "report.md").read_text()
+    assert text.count("## Policy ") == 2 and "root z err cm" in text
+    assert [r["policy"] for r in report["results"]] == [s["policy"] for s in report["header"]["per_policy"]]
+
+
+def test_a_policy_with_a_motion_is_scored_against_its_clip(every_policy):
+    _, out, _, output = every_policy
+    hold = json.loads((out / "hold" / "report.json").read_text())["results"][0]
+    squat = json.loads((out / "squat_hold" / "report.json").read_text())["results"][0]
+    assert hold["e_track_cm"]["reference"] == "default pose" and squat["e_track_cm"]["reference"] == "squat"
+    # the same robot motion (standing at the default pose): small against the default pose,
+    # the squat's knee bend against its clip
+    assert hold["e_track_cm"]["mean"] < 3.0, output
+    assert squat["e_track_cm"]["mean"] > hold["e_track_cm"]["mean"] + 2.0 and squat["e_track_cm"]["max"] > 8.0
+    # root height: the pelvis stays at ~0.78 m while the clip's goes down ~10 cm
+    assert hold["root_height_error_cm"]["mean"] < 2.0
+    assert squat["root_height_error_cm"]["max"] > 6.0
+    assert squat["root_height_error_cm"]["mean"] > hold["root_height_error_cm"]["mean"] + 1.5
+    assert "motion 'squat'" in json.loads((out / "squat_hold" / "report.json").read_text())["header"]["reference"]

@@ -30,6 +30,11 @@ def test_eval_smoke(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["falls"] == 0 and summary["seeds"] == 2
     assert 0.0 < summary["tracking_error_cm_mean"] < 10.0
+    # root height against the reference's (stand: the default pose's pelvis height), next to E_track
+    assert "root height error" in text and "root z err cm" in text
+    z = summary["root_height_error_cm"]
+    assert 0.0 <= z["mean"] <= z["max"] < 10.0
+    assert all(0.0 <= s["root_height_error_cm"]["mean"] <= s["root_height_error_cm"]["max"] for s in summary["per_seed"])
     assert {s["seed"] for s in summary["per_seed"]} == {0, 1}
     assert summary["per_seed"][0]["foot_penetration_bridge_mm"] > 0.0
     assert (out / "eval.png").stat().st_size > 1000

@@ -1,6 +1,6 @@
-"""Motion CSV loader: validation errors name file, row and column; resampling and kinematics."""
+"""Motion clips in the trainer: the shipped clips match their synthesis; resampling and kinematics.
 
-from pathlib import Path
+The CSV format and its validation are tested with the codec, test/bcg_robot/test_motion_csv.py."""
 
 import numpy as np
 import pytest
@@ -14,22 +14,6 @@ CFG = load_robot_config()
 STAND = share_file("models/motions/stand.csv")
 
 
-def _rows(path: Path) -> list[str]:
-    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
-
-
-def _write(tmp_path: Path, rows: list[str]) -> Path:
-    path = tmp_path / "clip.csv"
-    path.write_text("\n".join(rows) + "\n")
-    return path
-
-
-def _edit(rows: list[str], row: int, col: int, value: str) -> list[str]:
-    cells = rows[row].split(",")
-    cells[col] = value
-    return rows[:row] + [",".join(cells)] + rows[row + 1 :]
-
-
 def test_shipped_clips_load_and_match_synthesis():
     for name in MOTIONS:
         clip = load_motion_csv(share_file(f"models/motions/{name}.csv"), CFG)
@@ -39,48 +23,15 @@ def test_shipped_clips_load_and_match_synthesis():
         np.testing.assert_allclose(clip.root_pos, fresh.root_pos, atol=1e-6)
 
 
-def test_wrong_column_count_names_row(tmp_path):
-    rows = _rows(STAND)
-    rows[3] = ",".join(rows[3].split(",")[:-1])
-    with pytest.raises(MotionError, match=r"clip\.csv: row 4: expected 36 columns .* got 35"):
-        load_motion_csv(_write(tmp_path, rows), CFG)
+def test_the_trainer_uses_the_robot_packages_codec():
+    # one codec: bcg_train.motion and its loader module re-export bcg_robot.motion_csv (format, checks, writer)
+    from bcg_robot import motion_csv
+    from bcg_train.motion import loader
 
-
-def test_nan_names_row_and_column(tmp_path):
-    path = _write(tmp_path, _edit(_rows(STAND), 5, 10, "nan"))
-    with pytest.raises(MotionError, match=r"row 6, column 11 \(left_knee\): non-finite value nan") as err:
-        load_motion_csv(path, CFG)
-    assert "\n" not in str(err.value) and str(path) in str(err.value)
-
-
-def test_text_cell_is_rejected(tmp_path):
-    with pytest.raises(MotionError, match=r"row 1, column 2 \(root_y\): not a number: 'abc'"):
-        load_motion_csv(_write(tmp_path, _edit(_rows(STAND), 0, 1, "abc")), CFG)
-
-
-def test_joint_outside_limits_plus_margin(tmp_path):
-    # left_knee lower limit -0.087; -0.2 is beyond the 0.05 margin, -0.1 within it
-    load_motion_csv(_write(tmp_path, [_edit(_rows(STAND), r, 10, "-0.1")[r] for r in range(3)]), CFG)
-    with pytest.raises(MotionError, match=r"row 3, column 11 \(left_knee\): -0.2000 rad outside the joint limits"):
-        load_motion_csv(_write(tmp_path, _edit(_rows(STAND), 2, 10, "-0.2")), CFG)
-
-
-def test_frame_rate_checked_against_joint_speed(tmp_path):
-    jump = share_file("models/motions/jump.csv")
-    load_motion_csv(jump, CFG, fps=30)
-    with pytest.raises(MotionError, match=r"row \d+, column \d+ \(\w+\): joint moves at .* at 1000 fps, over 1.5 x its limit .*wrong frame rate"):
-        load_motion_csv(jump, CFG, fps=1000)
-    with pytest.raises(MotionError, match="frame rate 0 fps"):
-        load_motion_csv(jump, CFG, fps=0)
-
-
-def test_bad_quaternion_and_short_file(tmp_path):
-    with pytest.raises(MotionError, match=r"row 2, columns 4-7 \(root quaternion x,y,z,w\): norm 2.000"):
-        load_motion_csv(_write(tmp_path, _edit(_rows(STAND), 1, 6, "2.0")), CFG)
-    with pytest.raises(MotionError, match="needs at least 2 frames, has 1"):
-        load_motion_csv(_write(tmp_path, _rows(STAND)[:1]), CFG)
-    with pytest.raises(MotionError, match="cannot read"):
-        load_motion_csv(tmp_path / "missing.csv", CFG)
+    for name in ("MotionClip", "MotionError", "load_motion_csv", "write_motion_csv", "column_names", "CSV_FPS",
+                 "JOINT_LIMIT_MARGIN", "VELOCITY_LIMIT_FACTOR", "ROOT_COLUMNS"):
+        assert getattr(loader, name) is getattr(motion_csv, name), name
+    assert MotionError is motion_csv.MotionError and load_motion_csv is motion_csv.load_motion_csv
 
 
 def test_resampling_velocities_and_key_bodies():

@@ -1,0 +1,122 @@
+"""The G1 motion CSV codec (bcg_robot.motion_csv): validation errors name file, row and column;
+write/load round trip; the clip sampled at any time (joints lerp, root orientation slerp)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.motion_csv import MotionClip, MotionError, load_motion_csv, slerp, write_motion_csv
+from bcg_robot.paths import share_file
+
+CFG = load_robot_config(check_model=False)
+STAND = share_file("models/motions/stand.csv")
+
+
+def _rows(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+
+
+def _write(tmp_path: Path, rows: list[str]) -> Path:
+    path = tmp_path / "clip.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _edit(rows: list[str], row: int, col: int, value: str) -> list[str]:
+    cells = rows[row].split(",")
+    cells[col] = value
+    return rows[:row] + [",".join(cells)] + rows[row + 1 :]
+
+
+def test_shipped_clips_load():
+    for name in ("stand", "squat", "step_in_place", "jump"):
+        clip = load_motion_csv(share_file(f"models/motions/{name}.csv"), CFG)
+        assert clip.name == name and clip.fps == 30.0 and clip.joint_pos.shape[1] == CFG.num_joints
+        np.testing.assert_allclose(np.linalg.norm(clip.root_quat, axis=1), 1.0)
+
+
+def test_wrong_column_count_names_row(tmp_path):
+    rows = _rows(STAND)
+    rows[3] = ",".join(rows[3].split(",")[:-1])
+    with pytest.raises(MotionError, match=r"clip\.csv: row 4: expected 36 columns .* got 35"):
+        load_motion_csv(_write(tmp_path, rows), CFG)
+
+
+def test_nan_names_row_and_column(tmp_path):
+    path = _write(tmp_path, _edit(_rows(STAND), 5, 10, "nan"))
+    with pytest.raises(MotionError, match=r"row 6, column 11 \(left_knee\): non-finite value nan") as err:
+        load_motion_csv(path, CFG)
+    assert "\n" not in str(err.value) and str(path) in str(err.value)
+
+
+def test_text_cell_is_rejected(tmp_path):
+    with pytest.raises(MotionError, match=r"row 1, column 2 \(root_y\): not a number: 'abc'"):
+        load_motion_csv(_write(tmp_path, _edit(_rows(STAND), 0, 1, "abc")), CFG)
+
+
+def test_joint_outside_limits_plus_margin(tmp_path):
+    # left_knee lower limit -0.087; -0.2 is beyond the 0.05 margin, -0.1 within it
+    load_motion_csv(_write(tmp_path, [_edit(_rows(STAND), r, 10, "-0.1")[r] for r in range(3)]), CFG)
+    with pytest.raises(MotionError, match=r"row 3, column 11 \(left_knee\): -0.2000 rad outside the joint limits"):
+        load_motion_csv(_write(tmp_path, _edit(_rows(STAND), 2, 10, "-0.2")), CFG)
+
+
+def test_frame_rate_checked_against_joint_speed(tmp_path):
+    jump = share_file("models/motions/jump.csv")
+    load_motion_csv(jump, CFG, fps=30)
+    with pytest.raises(MotionError, match=r"row \d+, column \d+ \(\w+\): joint moves at .* at 1000 fps, over 1.5 x its limit .*wrong frame rate"):
+        load_motion_csv(jump, CFG, fps=1000)
+    with pytest.raises(MotionError, match="frame rate 0 fps"):
+        load_motion_csv(jump, CFG, fps=0)
+
+
+def test_bad_quaternion_and_short_file(tmp_path):
+    with pytest.raises(MotionError, match=r"row 2, columns 4-7 \(root quaternion x,y,z,w\): norm 2.000"):
+        load_motion_csv(_write(tmp_path, _edit(_rows(STAND), 1, 6, "2.0")), CFG)
+    with pytest.raises(MotionError, match="needs at least 2 frames, has 1"):
+        load_motion_csv(_write(tmp_path, _rows(STAND)[:1]), CFG)
+    with pytest.raises(MotionError, match="cannot read"):
+        load_motion_csv(tmp_path / "missing.csv", CFG)
+
+
+def test_write_then_load_round_trips(tmp_path):
+    clip = load_motion_csv(share_file("models/motions/squat.csv"), CFG)
+    again = load_motion_csv(write_motion_csv(tmp_path / "copy.csv", clip, comment="a copy\nof squat"), CFG)
+    assert (tmp_path / "copy.csv").read_text().startswith("# a copy\n# of squat\n")
+    for field in ("root_pos", "root_quat", "joint_pos"):
+        np.testing.assert_allclose(getattr(again, field), getattr(clip, field), atol=1e-6)
+
+
+def _yawing_clip(frames: int = 4, fps: float = 10.0) -> MotionClip:
+    """Joint 0 at 0, 1, 2, ... rad; root z 0.7, 0.8, ...; root yawing 90 degrees per frame."""
+    k = np.arange(frames, dtype=np.float64)
+    yaw = k * np.pi / 2
+    quat = np.stack([np.cos(yaw / 2), 0 * k, 0 * k, np.sin(yaw / 2)], axis=1)
+    joints = np.zeros((frames, CFG.num_joints))
+    joints[:, 0] = k
+    root = np.stack([0 * k, 0 * k, 0.7 + 0.1 * k], axis=1)
+    return MotionClip("yaw", fps, root, quat, joints)
+
+
+def test_sample_interpolates_joints_linearly_and_the_root_orientation_by_slerp():
+    clip = _yawing_clip()
+    s = clip.sample(np.array([0.0, 0.05, 0.125, 0.3]))
+    np.testing.assert_allclose(s.joint_pos[:, 0], [0.0, 0.5, 1.25, 3.0])
+    np.testing.assert_allclose(s.root_pos[:, 2], [0.7, 0.75, 0.825, 1.0])
+    # halfway between yaw 0 and 90 degrees: 45 degrees, a unit quaternion (slerp, not a plain lerp's 0.707 norm)
+    np.testing.assert_allclose(s.root_quat[1], [np.cos(np.pi / 8), 0, 0, np.sin(np.pi / 8)], atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(s.root_quat, axis=1), 1.0)
+    # a quarter of the way from 90 to 180 degrees
+    np.testing.assert_allclose(s.root_quat[2], [np.cos(np.radians(112.5) / 2), 0, 0, np.sin(np.radians(112.5) / 2)], atol=1e-12)
+    # times outside the clip are its first / last frame
+    out = clip.sample(np.array([-1.0, 5.0]))
+    np.testing.assert_allclose(out.joint_pos[:, 0], [0.0, 3.0])
+
+
+def test_slerp_takes_the_short_way_and_handles_equal_quaternions():
+    q = np.array([[1.0, 0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(slerp(q, q, np.array([0.3])), q)
+    # -q is the same rotation: interpolating to it stays put
+    np.testing.assert_allclose(np.abs(slerp(q, -q, np.array([0.5]))), q, atol=1e-12)

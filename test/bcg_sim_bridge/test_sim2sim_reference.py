@@ -1,0 +1,111 @@
+"""What sim-to-sim scores a policy against: its reference clip at the node's phase, or the default pose
+(pure functions, and the CLI's exit-2 checks that run before any process starts)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.motion_csv import MotionClip, load_motion_csv
+from bcg_robot.paths import share_file
+from bcg_sim_bridge.harness.sample_policies import write_policy
+from bcg_sim_bridge.policies import resolve_policies
+from bcg_sim_bridge.sim2sim.analysis import DEFAULT_POSE_REFERENCE, KeyBodyFK, RunReference, clip_time, reference_at
+
+ROOT = Path(__file__).resolve().parents[2]
+ROBOT = load_robot_config()
+
+
+def _ramp_clip(frames: int = 11, fps: float = 10.0) -> MotionClip:
+    """1 s at 10 fps: joint 0 and the root height rise linearly, joint 0 = clip time in rad."""
+    t = np.arange(frames) / fps
+    joints = np.zeros((frames, ROBOT.num_joints))
+    joints[:, 0] = t
+    root = np.stack([0 * t, 0 * t, 0.6 + 0.1 * t], axis=1)
+    quat = np.tile([1.0, 0.0, 0.0, 0.0], (frames, 1))
+    return MotionClip("ramp", fps, root, quat, joints)
+
+
+def test_clip_time_is_the_time_since_run_wrapped_at_the_motion_length():
+    t_run = 100.0
+    np.testing.assert_allclose(clip_time(t_run + np.array([0.0, 0.25, 1.0, 1.75, 3.5]), t_run, 1.0), [0.0, 0.25, 0.0, 0.75, 0.5])
+    # the node's phase, times the length: phase = ((now - run_started) / L) % 1
+    now, length = t_run + 17.3, 8.0
+    assert clip_time(np.array([now]), t_run, length)[0] == pytest.approx(((now - t_run) / length) % 1.0 * length)
+    with pytest.raises(ValueError):
+        clip_time(np.array([1.0]), 0.0, 0.0)
+
+
+def test_reference_at_wraps_and_interpolates_between_frames():
+    clip, t_run = _ramp_clip(), 50.0
+    ref = reference_at(clip, 1.0, t_run + np.array([0.0, 0.05, 0.55, 1.05, 2.33]), t_run)
+    np.testing.assert_allclose(ref.joint_pos[:, 0], [0.0, 0.05, 0.55, 0.05, 0.33], atol=1e-12)  # between the 10 fps frames
+    np.testing.assert_allclose(ref.root_pos[:, 2], 0.6 + 0.1 * np.array([0.0, 0.05, 0.55, 0.05, 0.33]), atol=1e-12)
+    np.testing.assert_allclose(ref.root_quat, np.tile([1.0, 0, 0, 0], (5, 1)))
+    # a motion length past the clip's last frame (the trainer's frames x dt) holds the last frame until the wrap
+    longer = reference_at(clip, 1.02, t_run + np.array([1.01, 1.03]), t_run)
+    np.testing.assert_allclose(longer.joint_pos[:, 0], [1.0, 0.01], atol=1e-12)
+
+
+def test_a_run_reference_is_the_clip_or_the_default_pose_standing():
+    fk = KeyBodyFK(ROBOT)
+    t = np.array([10.0, 10.5])
+    q, z = DEFAULT_POSE_REFERENCE.joints_and_height(ROBOT, fk, t, 10.0)
+    np.testing.assert_allclose(q, np.tile(ROBOT.default_q, (2, 1)))
+    np.testing.assert_allclose(z, 0.7842, atol=1e-3)  # the default keyframe's pelvis height
+    squat = load_motion_csv(share_file("models/motions/squat.csv"), ROBOT)
+    q, z = RunReference("squat", squat, 8.0).joints_and_height(ROBOT, fk, np.array([10.0, 12.0, 18.0]), 10.0)
+    knee = ROBOT.joint_names.index("left_knee")
+    # 2 s in: the bottom of the first squat (knees bent 0.9 rad more, pelvis ~10 cm down); 8 s in: wrapped to the start
+    assert q[1, knee] - q[0, knee] == pytest.approx(0.9, abs=0.02) and z[0] - z[1] > 0.08
+    np.testing.assert_allclose(q[2], q[0], atol=1e-9)
+
+
+def test_policy_all_is_every_model_and_falls_back_to_the_default_pose(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    assert [o for _, o in resolve_policies(["all"], ROBOT, tmp_path, models)] == ["default pose (no shipped policy in models/)"]
+    b, a = write_policy(models / "b.onnx", ROBOT), write_policy(models / "a.onnx", ROBOT)
+    assert resolve_policies(["all"], ROBOT, tmp_path, models) == [(a, "shipped"), (b, "shipped")]
+    # repeatable, duplicates once
+    assert resolve_policies([str(b), "all"], ROBOT, tmp_path, models) == [(b, "given"), (a, "shipped")]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bcg_sim_bridge.cli.sim2sim", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _one_line(proc: subprocess.CompletedProcess) -> str:
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stdout + proc.stderr
+    return lines[0]
+
+
+def test_a_policy_whose_clip_is_missing_or_invalid_is_exit_2_naming_the_file(tmp_path):
+    models = tmp_path / "models"
+    (models / "motions").mkdir(parents=True)
+    policy = write_policy(models / "hop.onnx", ROBOT, motion_id="hop", motion_length_s=2.0)
+    line = _one_line(_cli("--policy", str(policy), "--models-dir", str(models), "--out", str(tmp_path / "out")))
+    assert str(models / "motions" / "hop.csv") in line and "no such reference clip" in line and str(policy) in line
+    bad = tmp_path / "bad.csv"
+    bad.write_text("0,0,0.78\n0,0,0.78\n")
+    line = _one_line(_cli("--policy", str(policy), "--reference", str(bad), "--out", str(tmp_path / "out")))
+    assert line.startswith(f"bcg-sim2sim: error: {bad}: row 1: expected 36 columns")
+    # under --policy all, the same check for every model before anything runs
+    shutil.copy(share_file("models/motions/squat.csv"), models / "motions" / "squat.csv")
+    write_policy(models / "squat.onnx", ROBOT, motion_id="squat", motion_length_s=8.0)
+    line = _one_line(_cli("--policy", "all", "--models-dir", str(models), "--out", str(tmp_path / "out")))
+    assert str(models / "motions" / "hop.csv") in line
+    # --reference is for a policy with a motion, and for one policy
+    hold = write_policy(tmp_path / "hold.onnx", ROBOT)
+    line = _one_line(_cli("--policy", str(hold), "--reference", str(bad), "--out", str(tmp_path / "out")))
+    assert str(hold) in line and "has no reference motion" in line
+    line = _one_line(_cli("--policy", str(hold), "--policy", str(policy), "--reference", str(bad), "--out", str(tmp_path / "out")))
+    assert "--reference applies to one policy" in line
+    assert not (tmp_path / "out" / "report.json").exists()  # nothing ran
