@@ -140,10 +140,20 @@ class MjxSim:
         """Environment at the initial configuration (the model's ``qpos0`` unless given)."""
         return self.reset_to(jnp.asarray(self.initial_qpos, self.dtype), jnp.asarray(self.initial_qvel, self.dtype), rng)
 
-    def reset_to(self, qpos: jax.Array, qvel: jax.Array, rng: jax.Array) -> SimState:
+    def reset_to(self, qpos: jax.Array, qvel: jax.Array, rng: jax.Array, forward: bool = True) -> SimState:
+        """Environment at ``qpos`` / ``qvel``. With ``forward`` (default) the derived fields
+        (kinematics, contacts, constraint rows) are computed; without it they stay zero.
+
+        A physics step reads only ``qpos``, ``qvel``, ``act``, ``qacc_warmstart`` (zero either
+        way) and the inputs, so the next step is the same with or without the forward pass.
+        Resets inside a task's step pass ``forward=False``: nothing reads a fresh state's
+        derived fields before its next step (a step's rewards and metrics of a failed
+        environment are masked), and the step's compiled program then holds no forward pass
+        beside the physics step's own."""
         data = mjx.make_data(self.model)
         data = data.replace(qpos=jnp.asarray(qpos, self.dtype), qvel=jnp.asarray(qvel, self.dtype))
-        data = solver.forward(self.model, data)
+        if forward:
+            data = solver.forward(self.model, data)
         zeros = jnp.zeros((data._impl.ncon,), self.dtype)
         info = {
             "contact_force": zeros,

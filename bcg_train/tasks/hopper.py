@@ -181,13 +181,15 @@ class HopperTask:
         d = state.sim.sim.data
         return hopper_observation(d.qpos, d.qvel, state.last_action, self.phase(state.t), xp=jnp)
 
-    def _fresh(self, rng: jax.Array, k: int) -> BundledState:
+    def _fresh(self, rng: jax.Array, k: int, forward: bool = True) -> BundledState:
+        """Newly started episodes; ``forward=False`` inside a step (see :meth:`MjxSim.reset_to`)."""
         k_noise, k_sim = jax.random.split(rng)
         qpos = jnp.broadcast_to(jnp.asarray(standing_qpos(), jnp.float32), (k, 5))
         noise = jax.random.uniform(k_noise, (k, 2), minval=-1.0, maxval=1.0) * self.cfg.init_joint_noise
         qpos = qpos.at[:, list(ACTUATED)].add(noise)
         qpos = qpos.at[:, ROOT_Z].add(-jax.vmap(self._foot_clearance)(qpos))
-        sims = jax.vmap(self.sim.reset_to)(qpos, jnp.zeros((k, 5), jnp.float32), jax.random.split(k_sim, k))
+        reset = functools.partial(self.sim.reset_to, forward=forward)
+        sims = jax.vmap(reset)(qpos, jnp.zeros((k, 5), jnp.float32), jax.random.split(k_sim, k))
         return self.bsim.wrap(sims)
 
     def _foot_clearance(self, qpos: jax.Array) -> jax.Array:
@@ -220,7 +222,7 @@ class HopperTask:
         k = action.shape[0]
         rng, k_reset = jax.random.split(state.rng)
         stepped_sim, failed = self.guarded_step(state.sim, action, None, None)
-        fresh = self._fresh(k_reset, k)
+        fresh = self._fresh(k_reset, k, forward=False)
         sim = _select(failed, fresh, stepped_sim)  # nothing below sees a failed state
         d = sim.sim.data
         t = state.t + 1

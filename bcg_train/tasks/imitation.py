@@ -172,11 +172,13 @@ class ImitationTask:
         u = lambda key, bounds: jax.random.uniform(key, (), minval=bounds[0], maxval=bounds[1])
         return DomainSample(u(k1, dr.friction), u(k2, dr.base_mass_delta), u(k3, dr.gain_scale))
 
-    def _fresh_envs(self, rng: jax.Array, k: int):
-        """Per-environment fields of newly started episodes (reference state initialization)."""
+    def _fresh_envs(self, rng: jax.Array, k: int, forward: bool = True):
+        """Per-environment fields of newly started episodes (reference state initialization);
+        ``forward=False`` inside a step (see :meth:`MjxSim.reset_to`)."""
         k_frame, k_sim, k_push, k_late = jax.random.split(rng, 4)
         frame = self._start_frames(k_frame, k)
-        sims = jax.vmap(self.sim.reset_to)(self.ref_qpos[frame], self.ref_qvel[frame], jax.random.split(k_sim, k))
+        reset = functools.partial(self.sim.reset_to, forward=forward)
+        sims = jax.vmap(reset)(self.ref_qpos[frame], self.ref_qvel[frame], jax.random.split(k_sim, k))
         late = jax.random.bernoulli(k_late, self.cfg.domain.latency_probability, (k,)) & self.cfg.domain.enabled
         zeros = jnp.zeros((k, self.action_size), jnp.float32)
         return self.bsim.wrap(sims), frame, zeros, late, self._push_interval(k_push, k)
@@ -233,7 +235,7 @@ class ImitationTask:
         # the sampled model is a parameter of the guarded step (never differentiated): its
         # custom VJP may not close over traced values
         sim, failed = self._guarded_step(state.sim, applied, jax.lax.stop_gradient(state.domain), ref.root_pos)
-        fresh_sim, fresh_frame, zeros, fresh_late, fresh_push = self._fresh_envs(k_reset, k)
+        fresh_sim, fresh_frame, zeros, fresh_late, fresh_push = self._fresh_envs(k_reset, k, forward=False)
         sim = _select(failed, fresh_sim, sim)  # nothing below sees a failed state
         sim, push_countdown = self._push(state, sim, k_push)
         t = state.t + 1
