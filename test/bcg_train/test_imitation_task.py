@@ -10,6 +10,7 @@ import pytest
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.observation import build_observation
+from bcg_train.bcg.config import BCGConfig, Estimator
 from bcg_train.sim.failure import SIM_FAILURES
 from bcg_train.sim.jax_setup import enable_compilation_cache
 from bcg_train.tasks.config import DomainRandomizationConfig, ImitationConfig
@@ -65,8 +66,12 @@ def test_domain_samples_within_configured_ranges(squat_task):
 
 
 def test_stand_steps_rewards_and_resets():
+    """Rewards, truncation, termination and simulation failures of the task's step. They do not
+    depend on the gradient estimator, so the step is plain (half the program of a BCG step;
+    BCG on the G1 is test_bcg_g1_smoke's and the traced SHAC iteration's below)."""
     enable_compilation_cache()
-    cfg = ImitationConfig(domain=DomainRandomizationConfig(enabled=False), episode_length_s=0.2)
+    cfg = ImitationConfig(domain=DomainRandomizationConfig(enabled=False), episode_length_s=0.2,
+                          bcg=BCGConfig(mode=Estimator.PLAIN))
     task = ImitationTask(cfg, ROBOT)
     state = task.reset(jax.random.PRNGKey(0), 2)
     step = jax.jit(task.step)
