@@ -58,6 +58,11 @@ def resolve_policy(requested: str, robot: RobotConfig, out_dir: Path, models_dir
     shipped = shipped_policy(models_dir)
     if shipped is not None:
         return shipped, "shipped"
+    return _default_pose_fallback(robot, out_dir)
+
+
+def _default_pose_fallback(robot: RobotConfig, out_dir: Path) -> tuple[Path, str]:
+    """The policy a run uses when no policy ships: the default-pose export in ``out_dir``."""
     return default_pose_policy(robot, out_dir / "default_pose_policy.onnx"), "default pose (no shipped policy in models/)"
 
 
@@ -71,8 +76,7 @@ def resolve_policies(requested: list[str], robot: RobotConfig, out_dir: Path,
     for item in requested:
         if item == "all":
             shipped = shipped_policies(models_dir)
-            chosen += [(p, "shipped") for p in shipped] or [
-                (default_pose_policy(robot, out_dir / "default_pose_policy.onnx"), "default pose (no shipped policy in models/)")]
+            chosen += [(p, "shipped") for p in shipped] or [_default_pose_fallback(robot, out_dir)]
         else:
             chosen.append(resolve_policy(item, robot, out_dir, models_dir))
     unique: dict[Path, tuple[Path, str]] = {}

@@ -188,7 +188,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
         "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
     }
-    if error:
+    if error or not log_path.is_file():
         result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
     if not log_path.is_file():
         # the rig failed, not the safety layer: nothing about the scenario can be read without the
@@ -197,7 +197,6 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
         tail = bridge.log_tail(8).replace("\n", " | ") if bridge is not None else ""
         result["harness_error"] = (result["harness_error"] + "; " if result["harness_error"] else "") + (
             f"the bridge wrote no log (exit code {exit_codes.get('bridge')}); its log ends: {tail or '(empty)'}")
-        result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
         result.update(passed=False, observed=f"no bridge log ({error or 'bridge exited without writing it'})")
         return result
     log = analysis.BridgeLog.load(log_path)
