@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from bcg_robot.action_offset import DEFAULT_POSE, REFERENCE, check_action_offset
 from bcg_robot.config import RobotConfig
 from bcg_robot.errors import ContractError
 from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, RAW_INPUT_NAMES, check_observation_spec
@@ -43,6 +44,9 @@ class PolicyContract:
     observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC
     motion_id: str = "default_pose"
     motion_length_s: float = 0.0  # 0: no reference motion (phase stays 0)
+    # what the action is relative to (bcg_robot.action_offset): the default pose, or the
+    # reference motion, whose joint table is then inside the graph
+    action_offset: str = DEFAULT_POSE
     config_hash: str = ""
     source_commit: str = ""
     contract_version: int = CONTRACT_VERSION
@@ -125,6 +129,12 @@ class PolicyContract:
             check_observation_spec(self.observation_spec)
         except ValueError as err:
             raise ContractError(source, f"policy observation_spec: {err}") from None
+        try:
+            check_action_offset(self.action_offset)
+        except ValueError as err:
+            raise ContractError(source, f"policy {err}") from None
+        if self.action_offset == REFERENCE and not self.motion_length_s > 0:
+            raise ContractError(source, "policy action_offset 'reference' needs a motion (motion_length_s > 0)")
 
     def check_against(self, robot: RobotConfig, source: str) -> None:
         """Raise :class:`ContractError` unless this policy can drive ``robot``."""

@@ -2,7 +2,8 @@
 
 The graph computes the observation exactly as :mod:`bcg_robot.observation` does,
 normalizes it with the training statistics, runs the MLP (Linear, optional LayerNorm,
-ELU) and scales the action around the default pose. Everything the node needs is in
+ELU) and scales the action around its offset (:mod:`bcg_robot.action_offset`): the
+default pose, or the reference motion's joint table, looked up by phase inside the graph. Everything the node needs is in
 one file; the contract travels as metadata (:meth:`PolicyContract.to_metadata`). Only
 numpy and onnx are used here: the trainer's exporter, the sim bridge and the tests all
 build their policies with :func:`save_policy_onnx`, without JAX or torch.
@@ -21,6 +22,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from bcg_robot.action_offset import REFERENCE, reference_joint_targets
 from bcg_robot.contract import INPUT_NAMES, OUTPUT_NAMES, PolicyContract
 from bcg_robot.observation import build_observation, observation_size, raw_input_sizes
 
@@ -44,6 +46,20 @@ class PolicyWeights:
     layers: tuple[DenseLayer, ...]
     obs_clip: float = 10.0
     action_clip: float = 10.0
+    # (F, n) reference joint positions, one row per control step: the action offset of a
+    # contract with action_offset 'reference' (bcg_robot.action_offset); None otherwise
+    reference_joint_pos: np.ndarray | None = None
+
+
+def check_offset(contract: PolicyContract, weights: PolicyWeights) -> None:
+    """The weights carry a reference table exactly when the contract says the action is relative to it."""
+    table = weights.reference_joint_pos
+    if (contract.action_offset == REFERENCE) != (table is not None):
+        raise ValueError(f"action_offset '{contract.action_offset}' with{'' if table is not None else 'out'} a reference table")
+    if table is not None and (np.ndim(table) != 2 or np.shape(table)[1] != contract.num_joints or np.shape(table)[0] < 2):
+        raise ValueError(f"reference table of shape {np.shape(table)}, expected (frames >= 2, {contract.num_joints})")
+    if table is not None and not np.all(np.isfinite(table)):
+        raise ValueError("reference table has a non-finite value")
 
 
 def default_pose_weights(contract: PolicyContract) -> PolicyWeights:
@@ -71,7 +87,9 @@ def forward_numpy(contract: PolicyContract, weights: PolicyWeights, raw: dict[st
         if layer.elu:
             x = _elu(x)
     action = np.clip(x, -weights.action_clip, weights.action_clip)
-    return q0 + np.asarray(contract.action_scale) * action, action
+    check_offset(contract, weights)
+    offset = q0 if weights.reference_joint_pos is None else reference_joint_targets(np.asarray(weights.reference_joint_pos), np.asarray(raw["phase"]))
+    return offset + np.asarray(contract.action_scale) * action, action
 
 
 class _GraphBuilder:
@@ -118,7 +136,23 @@ def _lower_feature(g: _GraphBuilder, name: str, q0: str) -> str:
     raise ValueError(f"no ONNX lowering for observation feature '{name}'")
 
 
+def _lower_reference_targets(g: _GraphBuilder, table: np.ndarray) -> str:
+    """ONNX operators of :func:`bcg_robot.action_offset.reference_joint_targets` on input ``phase``."""
+    frames = float(table.shape[0])
+    x = g.op("Add", [g.op("Mul", ["phase", g.const("frames", np.array(frames))]), g.const("one", np.array(1.0))])
+    base = g.op("Floor", [x])
+    w = g.op("Sub", [x, base])  # (batch, 1)
+    i0 = g.op("Mod", [base, g.const("frames", np.array(frames))], fmod=1)
+    i1 = g.op("Mod", [g.op("Add", [i0, g.const("one", np.array(1.0))]), g.const("frames", np.array(frames))], fmod=1)
+    rows = g.const("reference_joint_pos", table)
+    squeeze = g.index("axis1", [1])
+    r0 = g.op("Gather", [rows, g.op("Squeeze", [g.op("Cast", [i0], to=TensorProto.INT64), squeeze])], axis=0)
+    r1 = g.op("Gather", [rows, g.op("Squeeze", [g.op("Cast", [i1], to=TensorProto.INT64), squeeze])], axis=0)
+    return g.op("Add", [r0, g.op("Mul", [w, g.op("Sub", [r1, r0])])])
+
+
 def build_policy_onnx(contract: PolicyContract, weights: PolicyWeights) -> onnx.ModelProto:
+    check_offset(contract, weights)
     n = contract.num_joints
     g = _GraphBuilder()
     q0 = g.const("default_pose", np.asarray(contract.default_pose).reshape(1, n))
@@ -140,7 +174,9 @@ def build_policy_onnx(contract: PolicyContract, weights: PolicyWeights) -> onnx.
         output=OUTPUT_NAMES[1],
     )
     scale = g.const("action_scale", np.asarray(contract.action_scale).reshape(1, n))
-    g.op("Add", [q0, g.op("Mul", [action, scale])], output=OUTPUT_NAMES[0])
+    table = weights.reference_joint_pos
+    offset = q0 if table is None else _lower_reference_targets(g, np.asarray(table, np.float64))
+    g.op("Add", [offset, g.op("Mul", [action, scale])], output=OUTPUT_NAMES[0])
 
     sizes = raw_input_sizes(n)
     inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", sizes[name]]) for name in INPUT_NAMES]

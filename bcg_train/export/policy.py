@@ -15,6 +15,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from bcg_robot.action_offset import REFERENCE, reference_joint_targets
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
 from bcg_robot.observation import build_observation
@@ -34,7 +35,8 @@ def source_commit() -> str:
         return ""
 
 
-def policy_weights(actor: list[dict[str, Any]], stats: RunningStats, obs_clip: float, action_clip: float) -> PolicyWeights:
+def policy_weights(actor: list[dict[str, Any]], stats: RunningStats, obs_clip: float, action_clip: float,
+                   reference_joint_pos: np.ndarray | None = None) -> PolicyWeights:
     layers = []
     for layer in actor:
         hidden = "ln_scale" in layer
@@ -50,6 +52,7 @@ def policy_weights(actor: list[dict[str, Any]], stats: RunningStats, obs_clip: f
     return PolicyWeights(
         obs_mean=np.asarray(stats.mean, np.float64), obs_std=np.asarray(stats.std, np.float64),
         layers=tuple(layers), obs_clip=float(obs_clip), action_clip=float(action_clip),
+        reference_joint_pos=None if reference_joint_pos is None else np.asarray(reference_joint_pos, np.float64),
     )
 
 
@@ -59,20 +62,29 @@ def policy_contract(cfg: TrainConfig, robot: RobotConfig, motion_id: str, motion
         observation_spec=tuple(cfg.task.observation_spec),
         motion_id=motion_id,
         motion_length_s=float(motion_length_s),
+        action_offset=cfg.task.action_offset,
         config_hash=config_hash(cfg),
         source_commit=source_commit(),
     )
 
 
-def jax_policy_on_raw(contract: PolicyContract, actor, stats: RunningStats, obs_clip: float, action_clip: float, raw: dict) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """The trained JAX policy on raw robot state: (joint_targets, action), as the ONNX graph computes them."""
+def jax_policy_on_raw(contract: PolicyContract, actor, stats: RunningStats, obs_clip: float, action_clip: float, raw: dict,
+                      reference_joint_pos=None) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The trained JAX policy on raw robot state: (joint_targets, action), as the ONNX graph
+    computes them (``reference_joint_pos``: the offset table of ``action_offset: reference``)."""
     q0 = jnp.asarray(contract.default_pose, jnp.float32)
-    obs = build_observation(contract.observation_spec, {k: jnp.asarray(v) for k, v in raw.items()}, q0, xp=jnp)
+    raw = {k: jnp.asarray(v) for k, v in raw.items()}
+    obs = build_observation(contract.observation_spec, raw, q0, xp=jnp)
     action = policy_action(actor, stats, obs, obs_clip, action_clip)
-    return q0 + jnp.asarray(contract.action_scale, jnp.float32) * action, action
+    offset = q0 if reference_joint_pos is None else reference_joint_targets(jnp.asarray(reference_joint_pos, jnp.float32), raw["phase"], xp=jnp)
+    return offset + jnp.asarray(contract.action_scale, jnp.float32) * action, action
 
 
-def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, stats: RunningStats, motion_id: str, motion_length_s: float) -> Path:
+def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, stats: RunningStats, motion_id: str, motion_length_s: float,
+                reference_joint_pos: np.ndarray | None = None) -> Path:
+    """``reference_joint_pos`` (frames at the control rate, n): required with ``action_offset: reference``."""
+    if (cfg.task.action_offset == REFERENCE) != (reference_joint_pos is not None):
+        raise ValueError(f"action_offset '{cfg.task.action_offset}': the reference joint table must be given exactly for 'reference'")
     contract = policy_contract(cfg, robot, motion_id, motion_length_s)
-    weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip)
+    weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, reference_joint_pos)
     return save_policy_onnx(path, contract, weights)

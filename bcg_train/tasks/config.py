@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from bcg_robot.action_offset import check_action_offset
 from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, check_observation_spec
 from bcg_train.bcg.config import BCGConfig
 from bcg_train.sim.bounds import SimBounds
@@ -72,6 +73,10 @@ class ImitationConfig:
     episode_length_s: float = 10.0
     reference_state_init: bool = True
     observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC
+    # PD targets = offset + action_scale * action; offset: default_pose, or reference (the
+    # clip's joint positions one step ahead: feed-forward, the policy learns the correction;
+    # bcg_robot.action_offset)
+    action_offset: str = "default_pose"
     bcg: BCGConfig = BCGConfig()
     rewards: RewardConfig = RewardConfig()
     termination: TerminationConfig = TerminationConfig()
@@ -80,6 +85,7 @@ class ImitationConfig:
 
     def validate(self) -> None:
         check_observation_spec(self.observation_spec)
+        check_action_offset(self.action_offset)
         self.sim_bounds.validate()
         if "phase_sin_cos" not in self.observation_spec:
             raise ValueError("observation_spec: an imitation policy needs 'phase_sin_cos'")

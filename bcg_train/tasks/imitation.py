@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from bcg_robot.action_offset import REFERENCE, reference_joint_targets
 from bcg_robot.config import RobotConfig
 from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
 from bcg_robot.observation import build_observation, observation_size, raw_inputs
@@ -80,7 +81,7 @@ class ImitationState:
     frame: jax.Array  # (K,) reference frame of the current state
     t: jax.Array  # (K,) control steps since the episode started
     last_action: jax.Array  # (K, nu) the policy's previous raw action (observation)
-    pending_action: jax.Array  # (K, nu) the action a late environment applies next
+    pending_action: jax.Array  # (K, nu) the drive action (relative to the default pose) a late environment applies next
     late: jax.Array  # (K,) this environment acts one control step late
     push_countdown: jax.Array  # (K,) control steps to the next push
     domain: DomainSample
@@ -125,6 +126,9 @@ class ImitationTask:
             *(jnp.asarray(x, jnp.float32) for x in (ref.root_pos, ref.root_quat, ref.root_lin_vel, ref.root_ang_vel, ref.joint_pos, ref.joint_vel, ref.key_body_pos))
         )
         self.default_pose = jnp.asarray(robot.default_q, jnp.float32)
+        self.action_scale = float(robot.action_scale)
+        # the action's offset (bcg_robot.action_offset): None for the default pose
+        self.reference_table = self.ref_tracked.joint_pos if cfg.action_offset == REFERENCE else None
         self.action_size = robot.num_joints
         self.obs_size = observation_size(cfg.observation_spec, robot.num_joints)
         self.episode_steps = int(round(cfg.episode_length_s / robot.control_dt))
@@ -152,6 +156,15 @@ class ImitationTask:
 
     def observe(self, state: ImitationState) -> jax.Array:
         return build_observation(self.cfg.observation_spec, self.raw_inputs(state), self.default_pose, xp=jnp)
+
+    def drive_action(self, action: jax.Array, frame: jax.Array) -> jax.Array:
+        """The action relative to the default pose (what the drive takes) of a policy action
+        taken at ``frame``: the action itself, or with ``action_offset: reference`` the action
+        plus the reference's joint positions one step ahead, in action units."""
+        if self.reference_table is None:
+            return action
+        offset = reference_joint_targets(self.reference_table, self.phase(frame), xp=jnp)
+        return action + (offset - self.default_pose) / self.action_scale
 
     # -- reset -------------------------------------------------------------------------
     def _start_frames(self, rng: jax.Array, k: int) -> jax.Array:
@@ -183,11 +196,16 @@ class ImitationTask:
         zeros = jnp.zeros((k, self.action_size), jnp.float32)
         return self.bsim.wrap(sims), frame, zeros, late, self._push_interval(k_push, k)
 
+    def _held_targets(self, frame: jax.Array) -> jax.Array:
+        """The drive action a fresh episode at ``frame`` holds before its first action (what a
+        late first step applies): the pose of ``frame`` itself."""
+        return self.drive_action(jnp.zeros((frame.shape[0], self.action_size), jnp.float32), frame - 1)
+
     def reset(self, rng: jax.Array, num_envs: int) -> ImitationState:
         k_env, k_dom, k_next = jax.random.split(rng, 3)
         sim, frame, zeros, late, push = self._fresh_envs(k_env, num_envs)
         return ImitationState(
-            sim=sim, frame=frame, t=jnp.zeros((num_envs,), jnp.int32), last_action=zeros, pending_action=zeros,
+            sim=sim, frame=frame, t=jnp.zeros((num_envs,), jnp.int32), last_action=zeros, pending_action=self._held_targets(frame),
             late=late, push_countdown=push, domain=self._sample_domain(k_dom),
             domain_countdown=jnp.asarray(self.cfg.domain.model_resample_steps, jnp.int32), rng=k_next,
         )
@@ -229,7 +247,8 @@ class ImitationTask:
     def step(self, state: ImitationState, action: jax.Array) -> tuple[ImitationState, StepOutput]:
         k = action.shape[0]
         rng, k_push, k_reset, k_dom = jax.random.split(state.rng, 4)
-        applied = jnp.where(state.late[:, None], state.pending_action, action)
+        drive = self.drive_action(action, state.frame)
+        applied = jnp.where(state.late[:, None], state.pending_action, drive)
         frame = (state.frame + 1) % self.num_frames
         ref = self.reference_at(frame)
         # the sampled model is a parameter of the guarded step (never differentiated): its
@@ -240,7 +259,7 @@ class ImitationTask:
         sim, push_countdown = self._push(state, sim, k_push)
         t = state.t + 1
         stepped = dataclasses.replace(
-            state, sim=sim, frame=frame, t=t, last_action=action, pending_action=action, push_countdown=push_countdown
+            state, sim=sim, frame=frame, t=t, last_action=action, pending_action=drive, push_countdown=push_countdown
         )
         robot = self.tracked(stepped)
         terms = reward_terms(self.cfg.rewards, robot, ref, action, state.last_action, xp=jnp)
@@ -259,7 +278,7 @@ class ImitationTask:
             frame=jnp.where(done, fresh_frame, frame),
             t=jnp.where(done, 0, t),
             last_action=jnp.where(done[:, None], zeros, action),
-            pending_action=jnp.where(done[:, None], zeros, action),
+            pending_action=jnp.where(done[:, None], self._held_targets(fresh_frame), drive),
             late=jnp.where(done, fresh_late, state.late),
             push_countdown=jnp.where(done, fresh_push, push_countdown),
             domain=new_domain,

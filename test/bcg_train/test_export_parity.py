@@ -68,3 +68,24 @@ def test_contract_metadata(tmp_path):
     assert [i.name for i in model.graph.input] == ["imu_quat", "imu_gyro", "joint_pos", "joint_vel", "last_action", "phase"]
     assert [o.name for o in model.graph.output] == ["joint_targets", "action"]
     assert not any(init.data_location == onnx.TensorProto.EXTERNAL for init in model.graph.initializer)
+
+
+def test_onnx_matches_jax_policy_relative_to_the_reference(tmp_path):
+    import dataclasses
+
+    cfg, actor, stats = _trained_like(1)
+    cfg = dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, action_offset="reference"))
+    table = ROBOT.default_q + 0.2 * np.random.default_rng(3).normal(size=(401, ROBOT.num_joints))
+    with pytest.raises(ValueError, match="reference joint table"):
+        export_onnx(tmp_path / "missing.onnx", cfg, ROBOT, actor, stats, "squat", 8.02)
+    path = export_onnx(tmp_path / "p.onnx", cfg, ROBOT, actor, stats, "squat", 8.02, table)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    contract = policy_contract(cfg, ROBOT, "squat", 8.02)
+    assert contract.action_offset == "reference"
+    raw = _raw_batch(np.random.default_rng(2), 64)
+    targets_onnx, action_onnx = session.run(["joint_targets", "action"], raw)
+    targets_jax, action_jax = jax_policy_on_raw(contract, actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, raw, table)
+    np.testing.assert_allclose(action_onnx, np.asarray(action_jax), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(targets_onnx, np.asarray(targets_jax), atol=2e-5, rtol=0)
+    # the offset is the table, not the default pose
+    assert np.abs(targets_onnx - (ROBOT.default_q + np.asarray(contract.action_scale) * action_onnx)).max() > 0.1
