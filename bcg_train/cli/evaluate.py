@@ -71,17 +71,28 @@ class _VideoRecorder:
         self.frames.append(self.renderer.render().copy())
         self.next_t += 1.0 / self.fps
 
-    def save(self, path: Path) -> str:
+    def save(self, path: Path, strip_frames: int = 8) -> str:
+        """The video at ``path`` (a GIF when imageio has no ffmpeg) and a frame strip of
+        ``strip_frames`` evenly spaced frames next to it (``<stem>_frames.png``)."""
         if self.renderer is None:
             return f"video skipped (offscreen rendering unavailable: {self.error})"
+        if not self.frames:
+            return "video skipped (no frame recorded)"
         import imageio
+        from PIL import Image
+
+        from bcg_train.motion.preview import frame_strip, strip_frame_indices
+
+        strip_path = path.with_name(f"{path.stem}_frames.png")
+        idx = strip_frame_indices(len(self.frames), strip_frames)
+        Image.fromarray(frame_strip([self.frames[i] for i in idx], [f"t = {i / self.fps:.2f} s" for i in idx])).save(strip_path)
 
         try:
             imageio.mimsave(str(path), self.frames, fps=self.fps)
         except Exception as err:
             path = path.with_suffix(".gif")
             write_gif(path, self.frames, self.fps)
-        return f"video {path}"
+        return f"video {path}, frame strip {strip_path}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,3 +52,14 @@ def test_eval_rejects_a_malformed_policy(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("bcg-eval: error:") and "bad.onnx" in err and "\n" not in err
+
+
+def test_eval_video_comes_with_a_frame_strip(tmp_path, capsys):
+    out = tmp_path / "video"
+    assert eval_main([str(_policy(tmp_path)), "--seeds", "1", "--duration", "0.5", "--video", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "frame strip" in text, text  # "video skipped (...)" here: offscreen rendering failed
+    from PIL import Image
+
+    strip = Image.open(out / "seed0_frames.png")
+    assert strip.width == 8 * 320 and strip.height > 240  # 8 tiles of 320 x 240 with their time labels
