@@ -54,11 +54,19 @@ def test_eval_rejects_a_malformed_policy(tmp_path, capsys):
     assert err.startswith("bcg-eval: error:") and "bad.onnx" in err and "\n" not in err
 
 
-def test_eval_video_comes_with_a_frame_strip(tmp_path, capsys):
+def test_eval_video_comes_with_a_frame_strip(tmp_path):
+    """As a user runs it: its own process, where bcg-eval picks the GL backend before MuJoCo
+    loads (in this pytest process other tests have loaded MuJoCo already)."""
+    import subprocess
+    import sys
+
     out = tmp_path / "video"
-    assert eval_main([str(_policy(tmp_path)), "--seeds", "1", "--duration", "0.5", "--video", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "frame strip" in text, text  # "video skipped (...)" here: offscreen rendering failed
+    done = subprocess.run(
+        [sys.executable, "-m", "bcg_train.cli.evaluate", str(_policy(tmp_path)), "--seeds", "1", "--duration", "0.5", "--video",
+         "--out", str(out)], capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "frame strip" in done.stdout, done.stdout  # "video skipped (...)" here: offscreen rendering failed
     from PIL import Image
 
     strip = Image.open(out / "seed0_frames.png")
