@@ -3,8 +3,8 @@
 The graph computes the observation exactly as :mod:`bcg_robot.observation` does,
 normalizes it with the training statistics, runs the MLP (Linear, optional LayerNorm,
 ELU) and scales the action around its offset (:mod:`bcg_robot.action_offset`): the
-default pose, or the reference motion's joint table, looked up by phase inside the graph. Everything the node needs is in
-one file; the contract travels as metadata (:meth:`PolicyContract.to_metadata`). Only
+default pose, or the reference motion's joint table, looked up by phase inside the graph.
+Everything the node needs is in one file; the contract travels as metadata (:meth:`PolicyContract.to_metadata`). Only
 numpy and onnx are used here: the trainer's exporter, the sim bridge and the tests all
 build their policies with :func:`save_policy_onnx`, without JAX or torch.
 
@@ -138,12 +138,12 @@ def _lower_feature(g: _GraphBuilder, name: str, q0: str) -> str:
 
 def _lower_reference_targets(g: _GraphBuilder, table: np.ndarray) -> str:
     """ONNX operators of :func:`bcg_robot.action_offset.reference_joint_targets` on input ``phase``."""
-    frames = float(table.shape[0])
-    x = g.op("Add", [g.op("Mul", ["phase", g.const("frames", np.array(frames))]), g.const("one", np.array(1.0))])
+    frames, one = g.const("frames", np.array(float(table.shape[0]))), g.const("one", np.array(1.0))
+    x = g.op("Add", [g.op("Mul", ["phase", frames]), one])
     base = g.op("Floor", [x])
     w = g.op("Sub", [x, base])  # (batch, 1)
-    i0 = g.op("Mod", [base, g.const("frames", np.array(frames))], fmod=1)
-    i1 = g.op("Mod", [g.op("Add", [i0, g.const("one", np.array(1.0))]), g.const("frames", np.array(frames))], fmod=1)
+    i0 = g.op("Mod", [base, frames], fmod=1)
+    i1 = g.op("Mod", [g.op("Add", [i0, one]), frames], fmod=1)
     rows = g.const("reference_joint_pos", table)
     squeeze = g.index("axis1", [1])
     r0 = g.op("Gather", [rows, g.op("Squeeze", [g.op("Cast", [i0], to=TensorProto.INT64), squeeze])], axis=0)

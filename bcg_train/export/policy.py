@@ -15,7 +15,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from bcg_robot.action_offset import REFERENCE, reference_joint_targets
+from bcg_robot.action_offset import reference_joint_targets
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
 from bcg_robot.observation import build_observation
@@ -82,9 +82,8 @@ def jax_policy_on_raw(contract: PolicyContract, actor, stats: RunningStats, obs_
 
 def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, stats: RunningStats, motion_id: str, motion_length_s: float,
                 reference_joint_pos: np.ndarray | None = None) -> Path:
-    """``reference_joint_pos`` (frames at the control rate, n): required with ``action_offset: reference``."""
-    if (cfg.task.action_offset == REFERENCE) != (reference_joint_pos is not None):
-        raise ValueError(f"action_offset '{cfg.task.action_offset}': the reference joint table must be given exactly for 'reference'")
+    """``reference_joint_pos`` (frames at the control rate, n): exactly with ``action_offset: reference``
+    (:func:`bcg_robot.onnx_graph.check_offset` says so otherwise)."""
     contract = policy_contract(cfg, robot, motion_id, motion_length_s)
     weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, reference_joint_pos)
     return save_policy_onnx(path, contract, weights)
