@@ -127,16 +127,17 @@ def test_nominal_forward_keeps_plain_values_with_smoothed_derivative():
     sim = leg_sim()
     states = jax.vmap(sim.reset)(jax.random.split(jax.random.PRNGKey(0), 1))
     plain_steps = []
+    step = jax.jit(jax.vmap(sim.step))
     for _ in range(10):  # the foot lands in step 9
         plain_steps.append(states)
-        states = jax.jit(jax.vmap(sim.step))(states, jnp.zeros((1, 2)))
+        states = step(states, jnp.zeros((1, 2)))
     pre = plain_steps[7]
     config = BCGConfig(mode=Estimator.GLOBAL_SMOOTHING, num_branches=3, forward=BundleForward.NOMINAL)
     bsim = BundledSim(sim, config)
 
     def height(qvel):
         s = bsim.wrap(pre.replace(data=pre.data.replace(qvel=qvel)))
-        out = bsim.step(bsim.step(s, jnp.zeros((1, 2))), jnp.zeros((1, 2)))
+        out, _ = jax.lax.scan(lambda c, _: (bsim.step(c, jnp.zeros((1, 2))), None), s, None, length=2)  # one step compiled
         return jnp.sum(out.sim.data.qpos[:, 1]), out
 
     (_, out), grad = jax.jit(jax.value_and_grad(height, has_aux=True))(pre.data.qvel)

@@ -72,9 +72,7 @@ def test_gradient_matches_central_finite_differences_without_contact():
         assert state0.data.qpos.dtype == jnp.float64
 
         def loss(actions):
-            state = state0
-            for a in actions:
-                state = sim.step(state, a)
+            state, _ = jax.lax.scan(lambda s, a: (sim.step(s, a), None), state0, actions)  # one step compiled
             assert state.info["contact_force_peak"].shape == (1,)
             q, v = state.data.qpos, state.data.qvel
             return jnp.sum(jnp.sin(q) * jnp.arange(1, 5)) + 0.1 * jnp.sum(v**2), state.metrics["max_contact_force_peak"]
