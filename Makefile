@@ -43,10 +43,20 @@ sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of every 
 # Every test runs once: pytest takes the slow ones, colcon test the rest. The trainer's
 # slow tests are compile-bound (XLA compiles on about one core), so they run in two
 # processes, a module per worker (test/bcg_train/conftest.py), the G1 modules on the same
-# one so two G1 compiles never share the memory. The DDS scenarios keep the machine to themselves.
+# one so two G1 compiles never share the memory. They run in the background under nice 19
+# (their log follows when the DDS scenarios are done), and the DDS scenarios, whose
+# watchdogs and 50 Hz loops run on wall-clock time, at normal priority beside them: the
+# scheduler gives the scenarios the CPU whenever they want it, the compiles the rest.
 pytest: $(STAMP_FULL)           ## the slow tests (plain `pytest` runs every test in one process)
-	$(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder
-	$(RUN) -m pytest -m slow --ignore=test/bcg_train
+	@log=$$(mktemp /tmp/bcg-trainer-tests-XXXXXX); \
+	nice -n 19 $(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder > $$log 2>&1 & \
+	trainer=$$!; trap 'kill $$trainer 2>/dev/null; rm -f $$log; exit 130' INT TERM; \
+	echo "pytest: the trainer's slow tests run in the background (nice 19, log $$log), the DDS scenarios now"; \
+	$(RUN) -m pytest -m slow --ignore=test/bcg_train; dds=$$?; \
+	echo "pytest: the trainer's slow tests:"; tail -n +1 -f --pid=$$trainer $$log; \
+	wait $$trainer; trainer_rc=$$?; rm -f $$log; \
+	echo "pytest: DDS scenarios exit $$dds, trainer's slow tests exit $$trainer_rc"; \
+	[ $$dds -eq 0 ] && [ $$trainer_rc -eq 0 ]
 
 colcon-test: $(STAMP_FULL)      ## colcon build + test + test-result in a throwaway workspace
 	mkdir -p $(COLCON_WS)
