@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=None, help="override shac.iterations")
     parser.add_argument("--resume", type=Path, default=None, help="checkpoint file or run directory to continue")
     parser.add_argument(
+        "--init-from", type=Path, default=None,
+        help="warm start: take the actor, critics and observation normalizer from this checkpoint (file or run "
+             "directory); optimizers, lr schedule, environments and iteration count start fresh under this config (with --resume, "
+             "the resumed checkpoint's networks win)",
+    )
+    parser.add_argument(
         "--max-train-s", type=float, default=None,
         help="stop (with a checkpoint) once the iterations after the first, compiling one, took this long",
     )
@@ -55,9 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     with exit_on_input_error(parser.prog):
         request = TrainRequest(
             task=args.task or DEFAULT_TASK, config=args.config, preset=args.preset, motion=args.motion,
-            run_dir=args.run_dir, seed=args.seed, iterations=args.iterations,
+            run_dir=args.run_dir, seed=args.seed, iterations=args.iterations, init_from=args.init_from,
         )
         cfg = resolve_train_config(request)
+        if args.init_from is not None and not args.init_from.exists():
+            print(f"{parser.prog}: error: {args.init_from}: no such checkpoint (--init-from)", file=sys.stderr)
+            return 2
         if request.motion is not None:
             from bcg_robot.config import load_robot_config
             from bcg_train.motion.loader import load_motion_csv

@@ -82,6 +82,11 @@ class TrainConfig:
     run_dir: str = "runs/stand"
     checkpoint_every: int = 50  # iterations (and always at the end)
     devices: int = 0  # data-parallel devices (0: all visible)
+    # a checkpoint whose networks (actor, critics) and observation normalizer start this run
+    # (a warm start, ``bcg-train --init-from``); optimizers, lr schedule, environments and
+    # the iteration count start fresh, so the config may differ from the checkpoint's in
+    # everything but the network sizes and the observation ("": start from random networks)
+    init_from: str = ""
 
     def validate(self) -> None:
         self.task.validate()
@@ -150,6 +155,7 @@ class TrainRequest:
     run_dir: str | None = None
     seed: int | None = None
     iterations: int | None = None
+    init_from: Path | None = None
 
     @property
     def config_path(self) -> Path:
@@ -172,6 +178,8 @@ def train_overrides(request: TrainRequest) -> dict[str, Any]:
         overrides["seed"] = request.seed
     if request.iterations is not None:
         overrides["shac"] = {"iterations": request.iterations}
+    if request.init_from is not None:
+        overrides["init_from"] = str(Path(request.init_from).expanduser().resolve())
     return overrides
 
 
@@ -189,9 +197,12 @@ def config_hash(cfg: TrainConfig) -> str:
     """Stable short hash of what determines training (travels in checkpoints and ONNX metadata).
 
     Where the run writes (``run_dir``) and how often it checkpoints do not change the
-    result, so they are left out: a run resumed into another directory keeps its hash."""
+    result, so they are left out: a run resumed into another directory keeps its hash.
+    So is ``init_from``, a path that differs between clones: a resumed run takes its
+    networks from the checkpoint it resumes, and a warm-started run records the source
+    checkpoint's own hash and iteration in ``warm_start.json``."""
     plain = to_plain(cfg)
-    for key in ("run_dir", "checkpoint_every"):
+    for key in ("run_dir", "checkpoint_every", "init_from"):
         plain.pop(key, None)
     text = yaml.safe_dump(plain, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -186,6 +186,30 @@ class SHAC:
         )
         return self.shard(state)
 
+    def warm_start(self, state: SHACState, source: SHACState) -> SHACState:
+        """``state`` (fresh from :meth:`init`) with the actor, critics, target critics and
+        observation normalizer of ``source`` (a checkpoint's state); the optimizers (fresh
+        moments for this config's schedule), environments, RNG and iteration stay ``state``'s.
+        Raises ``ValueError`` naming the first array whose shape differs (network sizes,
+        observation or action size)."""
+        picked = {name: getattr(source, name) for name in ("actor", "critics", "target_critics", "obs_stats")}
+        for name, tree in picked.items():
+            mine, theirs = jax.tree_util.tree_flatten_with_path(getattr(state, name))[0], jax.tree_util.tree_flatten(tree)[0]
+            if len(mine) != len(theirs):
+                raise ValueError(f"{name}: {len(theirs)} arrays in the checkpoint, {len(mine)} in this config (network sizes differ)")
+            for (path, a), b in zip(mine, theirs):
+                if np.shape(a) != np.shape(b):
+                    where = jax.tree_util.keystr(path)
+                    raise ValueError(f"{name}{where}: shape {np.shape(b)} in the checkpoint, {np.shape(a)} in this config")
+        actor = jax.tree_util.tree_map(jnp.asarray, picked["actor"])
+        critics = jax.tree_util.tree_map(jnp.asarray, picked["critics"])
+        warm = dataclasses.replace(
+            state, actor=actor, critics=critics, target_critics=jax.tree_util.tree_map(jnp.asarray, picked["target_critics"]),
+            obs_stats=jax.tree_util.tree_map(jnp.asarray, picked["obs_stats"]),
+            actor_opt=self.actor_tx.init(actor), critic_opt=self.critic_tx.init(critics),
+        )
+        return self.shard(warm)
+
     def shardings(self, state: SHACState):
         """Env-batch leaves split over devices, everything else replicated."""
         split = NamedSharding(self.mesh, PartitionSpec("envs"))

@@ -7,6 +7,8 @@ Per run directory (``cfg.run_dir``):
 ``curves.png``           training curves, redrawn at every checkpoint (:mod:`bcg_train.learn.curves`)
 ``summary.json``         what the run cost (:func:`run_summary`): compile, s/iteration, env steps/s,
                           peak device and resident memory
+``warm_start.json``      with ``init_from``: the checkpoint the networks came from (its hash,
+                          iteration and env steps)
 ``checkpoints/NNNNNN.pkl`` the full training state (learner, optimizers, normalizer, environments,
                           RNG) plus the resolved config and its hash; :func:`train` with
                           ``resume=...`` continues bit for bit as if never interrupted.
@@ -83,6 +85,31 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     if config_hash(cfg) != payload["config_hash"]:
         raise CheckpointError(path, "config hash does not match the stored config")
     return Checkpoint(cfg, payload["state"], path)
+
+
+def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) -> SHACState:
+    """``state`` with the networks and normalizer of the checkpoint ``cfg.init_from``
+    (:meth:`SHAC.warm_start`); the source is recorded in ``run_dir/warm_start.json``.
+    The observation layout must be the checkpoint's: the same sizes in another order
+    would pass every shape check and feed the actor the wrong inputs."""
+    ckpt = load_checkpoint(cfg.init_from)
+    if tuple(ckpt.config.task.observation_spec) != tuple(cfg.task.observation_spec):
+        raise CheckpointError(
+            ckpt.path, f"observation_spec {list(ckpt.config.task.observation_spec)} differs from this config's "
+            f"{list(cfg.task.observation_spec)}; cannot warm-start from it"
+        )
+    try:
+        warm = shac.warm_start(state, ckpt.state)
+    except ValueError as err:
+        raise CheckpointError(ckpt.path, f"cannot warm-start from it: {err}") from None
+    record = {
+        "init_from": str(ckpt.path),
+        "source_config_hash": config_hash(ckpt.config),
+        "source_iteration": int(np.asarray(ckpt.state.iteration)),
+        "source_env_steps": int(np.asarray(ckpt.state.iteration)) * ckpt.config.shac.num_envs * ckpt.config.shac.horizon,
+    }
+    (run_dir / "warm_start.json").write_text(json.dumps(record, indent=2) + "\n")
+    return warm
 
 
 def make_task(cfg: TrainConfig, robot: RobotConfig | None = None):
@@ -195,6 +222,8 @@ def train(
         state = shac.shard(jax.tree_util.tree_map(np.asarray, ckpt.state))
     else:
         state = shac.init(cfg.seed)
+        if cfg.init_from:
+            state = warm_start(shac, state, cfg, run_dir)
     step = shac.jit_iteration(state)
     start = int(state.iteration)
     stop = min(cfg.shac.iterations, start + iterations) if iterations is not None else cfg.shac.iterations

@@ -106,6 +106,42 @@ def test_resume_equals_uninterrupted_and_runs_are_deterministic(tmp_path):
         train(_cfg(tmp_path, "split", gamma=0.5), task=task, resume=tmp_path / "split", iterations=1, progress=False)
 
 
+def test_warm_start_takes_the_networks_and_starts_the_rest_fresh(tmp_path):
+    import dataclasses
+    import json
+
+    task = PointMassTask()
+    _, source, _ = train(_cfg(tmp_path, "source"), task=task, iterations=2, progress=False)
+    ckpt = tmp_path / "source" / "checkpoints" / "000002.pkl"
+    # another config (twice the environments, another lr): only the network sizes must match
+    warm_cfg = dataclasses.replace(_cfg(tmp_path, "warm", num_envs=16, actor_lr=1e-4), init_from=str(ckpt))
+    assert config_hash(warm_cfg) == config_hash(dataclasses.replace(warm_cfg, init_from=""))
+    _, warm, _ = train(warm_cfg, task=task, iterations=0, progress=False)
+    assert int(warm.iteration) == 0
+    for name in ("actor", "critics", "target_critics", "obs_stats"):
+        for a, b in zip(_leaves(getattr(warm, name)), _leaves(getattr(source, name))):
+            np.testing.assert_array_equal(a, b)
+    assert int(warm.actor_opt[1][0].count) == 0  # fresh Adam moments for the new schedule
+    assert warm.env.pos.shape[0] == 16
+    record = json.loads((tmp_path / "warm" / "warm_start.json").read_text())
+    assert record["source_iteration"] == 2 and record["source_config_hash"] == config_hash(_cfg(tmp_path, "source"))
+    # it trains on, and a resumed warm-started run continues from its own checkpoint
+    _, stepped, history = train(warm_cfg, task=task, iterations=1, progress=False)
+    assert int(stepped.iteration) == 1 and np.isfinite(history[-1]["actor_loss"])
+    _, resumed, _ = train(warm_cfg, task=task, resume=tmp_path / "warm", iterations=1, progress=False)
+    assert int(resumed.iteration) == 2
+
+    wider = dataclasses.replace(_cfg(tmp_path, "wider", actor_hidden=(32, 16)), init_from=str(ckpt))
+    with pytest.raises(CheckpointError, match=r"000002.pkl: cannot warm-start from it: actor.*shape"):
+        train(wider, task=task, iterations=0, progress=False)
+    reordered = dataclasses.replace(
+        warm_cfg, run_dir=str(tmp_path / "reordered"),
+        task=dataclasses.replace(warm_cfg.task, observation_spec=tuple(reversed(warm_cfg.task.observation_spec))),
+    )
+    with pytest.raises(CheckpointError, match="observation_spec"):
+        train(reordered, task=task, iterations=0, progress=False)
+
+
 DATA_PARALLEL_SCRIPT = textwrap.dedent(
     """
     import jax, numpy as np
