@@ -30,6 +30,10 @@ def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
     assert train_main(["--task", "stand", "--max-train-s", "0", "--run-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "bcg-train: error: --max-train-s must be > 0, got 0.0"
+    missing = tmp_path / "nope.pkl"
+    assert train_main(["--task", "stand", "--init-from", str(missing), "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"bcg-train: error: {missing}: no such checkpoint (--init-from)"
     assert not (tmp_path / "r").exists()
 
 
