@@ -21,17 +21,23 @@ branches of a bundle are a second axis (K, B). Per control step and environment:
    and only the derivative is the branch mean.
 
 With ``bundle_slots = M > 0`` only M environments run branches: those with a running
-bundle first, then new triggers in environment order (:func:`slot_assignment`); they are
-gathered into an (M, B) batch and their results scattered back. A trigger beyond M takes
-the plain step and is counted in ``overflowed``; so is a running bundle beyond M, which
-then ends early.
+bundle first, then new triggers in environment order (:func:`slot_assignment`). A trigger
+beyond M takes the plain step and is counted in ``overflowed``; so is a running bundle
+beyond M, which then ends early.
 
-The bundled computation sits in a ``lax.cond`` on "any environment bundled" at the
-batch level, outside every ``vmap``: when no environment triggers it is not executed
-(forward or backward) and the result is exactly the plain nominal step. Inside the
-cond, environments that are not bundled select their nominal step with ``where``.
-The mean is taken as ``x_0 + mean_i(x_i - x_0)``, exact when the branches coincide
-(zero sigma), so zero-sigma BCG reproduces the plain forward pass bit for bit.
+**One physics program.** The nominal step and the branches are rows of one table,
+simulated in chunks of K rows by one ``vmap``-ed control step under ``lax.scan``: chunk 0
+holds the K nominal rows; after it, :meth:`BundledSim._plan` decides the triggers, assigns
+the slots and writes each slot's B branch inputs into the rows that follow (slot-major,
+``ceil(M B / K)`` chunks). A chunk whose rows are all unused is skipped by a ``lax.cond``
+(forward and backward), so the branch work is proportional to the slots in use, rounded up
+to whole chunks, and a step where nothing triggers simulates only the nominal chunk. The
+compiled program holds the control step once, where a nominal step beside a bundled
+``cond`` held it twice: BCG's program is about the size of the plain one (compile time and
+compile memory, see the README's throughput section). Environments that are not bundled
+select their nominal step with ``where``. The mean is taken as ``x_0 + mean_i(x_i - x_0)``,
+exact when the branches coincide (zero sigma), so zero-sigma BCG reproduces the plain
+forward pass up to float32 rounding.
 """
 
 from __future__ import annotations
@@ -135,6 +141,31 @@ def slot_assignment(active: jax.Array, need: jax.Array, slots: int) -> jax.Array
     return jnp.argsort(rank, stable=True)[:slots]
 
 
+@functools.partial(
+    jax.tree_util.register_dataclass, data_fields=["qpos", "qvel", "qacc_warmstart", "act", "time", "env", "used"], meta_fields=[]
+)
+@dataclasses.dataclass(frozen=True)
+class _Rows:
+    """Physics inputs of one control step's rows: the K nominal rows, then the branch rows."""
+
+    qpos: jax.Array
+    qvel: jax.Array
+    qacc_warmstart: jax.Array
+    act: jax.Array
+    time: jax.Array
+    env: jax.Array  # the environment whose pre-step data and targets the row takes
+    used: jax.Array  # the row's result is used (a chunk without one is not simulated)
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["index", "start", "need", "rng"], meta_fields=[])
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    index: jax.Array  # (M,) the environments in the bundle slots
+    start: jax.Array  # (K,) a bundle starts
+    need: jax.Array  # (K,) a bundle starts or runs
+    rng: jax.Array  # (K,) keys after the new bundles drew their offsets
+
+
 class BundledSim:
     """Batched rollout with plain, BCG or globally smoothed gradients."""
 
@@ -180,113 +211,129 @@ class BundledSim:
         """One control step of the batch; ``actions`` is (K, nu)."""
         sim, cfg = self.sim, self.config
         q_target = jax.vmap(sim.position_targets)(actions)
-        nominal_data, nominal_contact = jax.vmap(sim.control_step)(state.sim.data, q_target)
-        nominal = jax.vmap(sim.with_step_result)(state.sim, nominal_data, nominal_contact, q_target)
-        bundle = state.bundle
         if cfg.mode == Estimator.PLAIN:
-            return BundledState(sim=nominal, bundle=_idle(bundle))
+            nominal_data, nominal_contact = jax.vmap(sim.control_step)(state.sim.data, q_target)
+            nominal = jax.vmap(sim.with_step_result)(state.sim, nominal_data, nominal_contact, q_target)
+            return BundledState(sim=nominal, bundle=_idle(state.bundle))
+        return self._bundled_step(state, q_target)
 
+    def _slots(self, num_envs: int) -> int:
+        slots = self.config.bundle_slots
+        return slots if 0 < slots < num_envs else num_envs
+
+    def _bundled_step(self, state: BundledState, q_target: jax.Array) -> BundledState:
+        """Nominal step and branches as chunks of one physics program (module docstring)."""
+        sim, cfg = self.sim, self.config
+        pre, bundle = state.sim.data, state.bundle
+        k, b = q_target.shape[0], cfg.num_branches
+        m = self._slots(k)
+        chunks = 1 + -(-(m * b) // k)
+        env = jnp.concatenate([jnp.arange(k, dtype=jnp.int32), jnp.zeros(((chunks - 1) * k,), jnp.int32)])
+        rows = _Rows(
+            qpos=pre.qpos[env], qvel=pre.qvel[env], qacc_warmstart=pre.qacc_warmstart[env], act=pre.act[env],
+            time=pre.time[env], env=env, used=jnp.arange(chunks * k) < k,
+        )
+        zero = jnp.zeros_like(state.sim.info["contact_force"])  # (K, ncon)
+        no_contact = ContactSummary(force=zero, force_peak=zero, impulse=zero)
+        no = jnp.zeros((k,), bool)
+        plan = _Plan(index=jnp.zeros((m,), jnp.int32), start=no, need=no, rng=state.sim.rng)
+
+        def chunk(carry, i):
+            rows, plan = carry
+            part = lambda x: jax.lax.dynamic_slice_in_dim(x, i * k, k)
+            # a physics step reads only these fields of its input and derives the rest
+            # (MjxSim.reset_to), so every chunk fills them into the pre-step batch instead of
+            # gathering whole states; the applied-force inputs (qfrc_applied, xfrc_applied)
+            # would come from the chunk position's environment: no task sets them
+            data_in = pre.replace(
+                qpos=part(rows.qpos), qvel=part(rows.qvel), qacc_warmstart=part(rows.qacc_warmstart), act=part(rows.act),
+                time=part(rows.time),
+            )
+            targets = q_target[part(rows.env)]
+            out = jax.lax.cond(
+                jnp.any(part(rows.used)),
+                lambda d: jax.vmap(sim.control_step)(d, targets),
+                lambda d: (d, no_contact),
+                data_in,
+            )
+            rows, plan = jax.lax.cond(i == 0, lambda c: self._plan(state, out[0], out[1], c[0], m), lambda c: c, (rows, plan))
+            return (rows, plan), out
+
+        (_, plan), (data_out, contact_out) = jax.lax.scan(chunk, (rows, plan), jnp.arange(chunks))
+        first = lambda y: y[0]
+        nominal_data = jax.tree_util.tree_map(first, data_out)
+        nominal_contact = jax.tree_util.tree_map(first, contact_out)
+        nominal = jax.vmap(sim.with_step_result)(state.sim, nominal_data, nominal_contact, q_target)
+
+        def branches(y):  # rows k .. k + m b, slot-major -> (m, b, ...)
+            flat = y[1:].reshape(((chunks - 1) * k,) + y.shape[2:])
+            return flat[: m * b].reshape((m, b) + y.shape[2:])
+
+        branch_data = jax.tree_util.tree_map(branches, data_out)
+        branch_contact = jax.tree_util.tree_map(branches, contact_out)
+        index = plan.index
+        start, need = plan.start[index], plan.need[index]
+        mean_data, mean_contact = branch_mean(branch_data), branch_mean(branch_contact)
+        if cfg.forward == BundleForward.NOMINAL:
+            mean_data = straight_through(_take(nominal_data, index), mean_data)
+            mean_contact = jax.lax.stop_gradient(_take(nominal_contact, index))
+        bundled_sim = jax.vmap(sim.with_step_result)(_take(state.sim, index), mean_data, mean_contact, q_target[index])
+        slot_sim = _select(need, bundled_sim, _take(nominal, index))
+        new_sim = _put(nominal, index, slot_sim).replace(rng=plan.rng)
+
+        old = _take(bundle, index)
+        steps_left = jnp.where(start, cfg.bundle_steps - 1, jnp.maximum(old.steps_left - 1, 0))
+        slot_bundle = BundleState(
+            qpos=_select(need, branch_data.qpos, old.qpos),
+            qvel=_select(need, branch_data.qvel, old.qvel),
+            qacc_warmstart=_select(need, branch_data.qacc_warmstart, old.qacc_warmstart),
+            act=_select(need, branch_data.act, old.act),
+            steps_left=jnp.where(need, steps_left, 0),
+            started=start,
+            bundled=need,
+            num_started=old.num_started + start.astype(jnp.int32),
+            overflowed=jnp.zeros_like(need),
+        )
+        no = jnp.zeros_like(bundle.started)
+        # an environment without a slot steps plain: its bundle (if any) ends, and a need is counted
+        base = dataclasses.replace(bundle, steps_left=jnp.zeros_like(bundle.steps_left), started=no, bundled=no, overflowed=plan.need)
+        return BundledState(sim=new_sim, bundle=_put(base, index, slot_bundle))
+
+    def _plan(self, state: BundledState, nominal_data, nominal_contact: ContactSummary, rows: "_Rows", m: int):
+        """After the nominal chunk: who needs a bundle, the slots, and the slots' branch inputs
+        written into ``rows`` (rows ``K + s B .. K + (s + 1) B`` are slot ``s``'s branches)."""
+        sim, cfg = self.sim, self.config
+        pre, bundle = state.sim.data, state.bundle
+        k, b = nominal_contact.force_peak.shape[0], cfg.num_branches
         active = bundle.steps_left > 0
         peak = jnp.max(nominal_contact.force_peak, axis=-1, initial=0.0)
         start = (~active) & (peak > self.trigger_threshold())
         need = active | start
-
-        def bundled(_):
-            slots = cfg.bundle_slots
-            if slots == 0 or slots >= need.shape[0]:
-                return self._bundled_step(state, nominal, nominal_contact, q_target, start, need)
-            return self._slotted_step(state, nominal, nominal_contact, q_target, active, start, need, slots)
-
-        def not_bundled(_):
-            return BundledState(sim=nominal, bundle=_idle(bundle))
-
-        return jax.lax.cond(jnp.any(need), bundled, not_bundled, None)
-
-    def _slotted_step(self, state, nominal, nominal_contact, q_target, active, start, need, slots) -> BundledState:
-        """The bundled step of at most ``slots`` environments, gathered and scattered back.
-
-        Only the slotted environments run branches (``slots x B`` instead of ``K x B``).
-        An environment that needs a bundle but gets no slot takes the plain nominal step,
-        its bundle (if one was running) ends, and ``overflowed`` says so."""
-        index = slot_assignment(active, need, slots)
-        sub_state = BundledState(sim=_take(state.sim, index), bundle=_take(state.bundle, index))
-        sub = self._bundled_step(
-            sub_state, _take(nominal, index), _take(nominal_contact, index), q_target[index], start[index], need[index]
-        )
-        bundle = state.bundle
-        no = jnp.zeros_like(bundle.started)
-        base = BundledState(
-            sim=nominal,
-            bundle=dataclasses.replace(bundle, steps_left=jnp.zeros_like(bundle.steps_left), started=no, bundled=no, overflowed=need),
-        )
-        return BundledState(sim=_put(base.sim, index, sub.sim), bundle=_put(base.bundle, index, sub.bundle))
-
-    def _bundled_step(self, state, nominal, nominal_contact, q_target, start, need) -> BundledState:
-        sim, cfg = self.sim, self.config
-        bundle = state.bundle
-        b = cfg.num_branches
-        pre = state.sim.data
+        index = slot_assignment(active, need, m).astype(jnp.int32)  # int64 under jax_enable_x64
 
         # new bundles: offsets around the pre-step state, Jacobian at the nominal step's
         # contact candidates and kinematics (both from its last substep).
-        keys = jax.vmap(jax.random.split)(state.sim.rng)
+        keys = jax.vmap(jax.random.split)(state.sim.rng[index])
         rng_next, offset_keys = keys[:, 0], keys[:, 1]
         offsets = functools.partial(
-            joint_space_offsets,
-            sim.mj_model,
-            sim.model,
-            num_branches=b,
-            sigma_p=cfg.sigma_p,
-            sigma_v=cfg.sigma_v,
+            joint_space_offsets, sim.mj_model, sim.model, num_branches=b, sigma_p=cfg.sigma_p, sigma_v=cfg.sigma_v,
             damping=cfg.damping,
         )
-        dq, dqd = jax.vmap(lambda kin, f, key: offsets(kin, f, key))(
-            nominal.data, nominal_contact.force_peak, offset_keys
-        )
+        dq, dqd = jax.vmap(offsets)(_take(nominal_data, index), nominal_contact.force_peak[index], offset_keys)
         perturb = jax.vmap(jax.vmap(lambda qpos, d: integrate_configuration(sim.mj_model, qpos, d), (None, 0)))
-        fresh = BundleState(
-            qpos=perturb(pre.qpos, dq),
-            qvel=pre.qvel[:, None] + dqd,
-            qacc_warmstart=jnp.broadcast_to(pre.qacc_warmstart[:, None], dq.shape),
-            act=jnp.broadcast_to(pre.act[:, None], (pre.act.shape[0], b) + pre.act.shape[1:]),
-            steps_left=bundle.steps_left,
-            started=start,
-            bundled=need,
-            num_started=bundle.num_started,
-            overflowed=jnp.zeros_like(need),
+        tile = lambda x: jnp.broadcast_to(x[:, None], (m, b) + x.shape[1:])
+        fresh = (perturb(pre.qpos[index], dq), pre.qvel[index][:, None] + dqd, tile(pre.qacc_warmstart[index]), tile(pre.act[index]))
+        old = _take(bundle, index)
+        # a running bundle continues from its branches; every other slot starts from the
+        # perturbed pre-step state (a slot that needs nothing runs only if its chunk does,
+        # and its result is discarded)
+        inputs = _select(active[index], (old.qpos, old.qvel, old.qacc_warmstart, old.act), fresh)
+        put = lambda buffer, x: buffer.at[k : k + m * b].set(x.reshape((m * b,) + x.shape[2:]))
+        rows = _Rows(
+            qpos=put(rows.qpos, inputs[0]), qvel=put(rows.qvel, inputs[1]), qacc_warmstart=put(rows.qacc_warmstart, inputs[2]),
+            act=put(rows.act, inputs[3]), time=put(rows.time, tile(pre.time[index])),
+            env=rows.env.at[k : k + m * b].set(jnp.repeat(index, b)),
+            used=rows.used.at[k : k + m * b].set(jnp.repeat(need[index], b)),
         )
-        branches_in = _select(start, fresh, bundle)
-
-        # B branches per environment, same targets.
-        def branch_data(data, qpos, qvel, warm, act):
-            return data.replace(qpos=qpos, qvel=qvel, qacc_warmstart=warm, act=act)
-
-        data_in = jax.vmap(jax.vmap(branch_data, (None, 0, 0, 0, 0)))(
-            pre, branches_in.qpos, branches_in.qvel, branches_in.qacc_warmstart, branches_in.act
-        )
-        data_out, contact_out = jax.vmap(jax.vmap(sim.control_step, (0, None)))(data_in, q_target)
-
-        mean_data = branch_mean(data_out)
-        mean_contact = branch_mean(contact_out)
-        if cfg.forward == BundleForward.NOMINAL:
-            mean_data = straight_through(nominal.data, mean_data)
-            mean_contact = jax.lax.stop_gradient(
-                ContactSummary(force=nominal_contact.force, force_peak=nominal_contact.force_peak, impulse=nominal_contact.impulse)
-            )
-        bundled_sim = jax.vmap(sim.with_step_result)(state.sim, mean_data, mean_contact, q_target)
-        new_sim = _select(need, bundled_sim, nominal)
-        new_sim = new_sim.replace(rng=_select(start, rng_next, state.sim.rng))
-
-        steps_left = jnp.where(start, cfg.bundle_steps - 1, jnp.maximum(bundle.steps_left - 1, 0))
-        new_bundle = BundleState(
-            qpos=_select(need, data_out.qpos, bundle.qpos),
-            qvel=_select(need, data_out.qvel, bundle.qvel),
-            qacc_warmstart=_select(need, data_out.qacc_warmstart, bundle.qacc_warmstart),
-            act=_select(need, data_out.act, bundle.act),
-            steps_left=jnp.where(need, steps_left, 0),
-            started=start,
-            bundled=need,
-            num_started=bundle.num_started + start.astype(jnp.int32),
-            overflowed=jnp.zeros_like(need),
-        )
-        return BundledState(sim=new_sim, bundle=new_bundle)
+        rng = state.sim.rng.at[index].set(_select(start[index], rng_next, state.sim.rng[index]))
+        return rows, _Plan(index=index, start=start, need=need, rng=rng)

@@ -77,10 +77,12 @@ def test_bcg_that_never_triggers_is_bit_identical_to_plain():
     np.testing.assert_array_equal(idle[3].sim.data.qpos, plain[3].sim.data.qpos)
     assert int(jnp.sum(idle[3].bundle.num_started)) == 0
     assert int(idle[2]) == int(plain[2]) == K * T * sim.n_substeps
-    # The gradient takes the same operations; the two programs are compiled separately,
-    # and XLA may reassociate float32 sums differently (seen: <= 5e-7 relative).
+    # The gradient is equal in exact arithmetic: in float64 the two differ by 5e-14 with
+    # entries up to 0.78 (measured, 2026-12-02). In float32 the BCG program's backward
+    # pass sums the cotangents of its chunked rows in another order than the plain one,
+    # and the stiff contact amplifies the rounding: seen <= 2.2e-5 of the largest entry.
     scale = float(jnp.max(jnp.abs(plain[0])))
-    np.testing.assert_allclose(idle[0], plain[0], rtol=1e-5, atol=1e-6 * scale)
+    np.testing.assert_allclose(idle[0], plain[0], rtol=0, atol=1e-4 * scale)
 
 
 def test_zero_sigma_bcg_equals_plain():
