@@ -48,8 +48,11 @@ class BCGConfig:
         substeps and over contacts of the normal constraint force of that substep.
       forward: what the rollout continues from (branch mean or nominal).
       bundle_slots [M]: how many environments of a batch may run branches in one step
-        (0: all of them). Bundled work then costs M x B branch steps, not K x B; an
-        environment that needs a bundle beyond M takes the plain step and is counted.
+        (0: all of them). The branch rows are simulated in chunks of K rows, and only the
+        chunks holding a slot in use run: a step costs the nominal chunk plus
+        ceil(slots in use x B / K) chunks, at most ceil(M B / K); M bounds the memory the
+        backward pass keeps (every chunk's residuals). An environment that needs a bundle
+        beyond M takes the plain step and is counted (``overflowed``).
 
     ``mode``, ``num_branches``, ``bundle_steps``, ``forward`` and ``bundle_slots`` shape the compiled
     program. ``sigma_p``, ``sigma_v``, ``damping`` and ``force_threshold`` may also be
