@@ -48,12 +48,22 @@ class JointDrive:
 
 @dataclasses.dataclass(frozen=True)
 class SimConfig:
-    """Control timing and precision.
+    """Control timing, precision and what the backward pass keeps.
 
     ``control_dt`` must be an integer multiple of the model's ``opt.timestep``; the
     number of physics substeps per control step is their ratio. ``float64`` requires
     ``jax_enable_x64`` (see :func:`bcg_train.sim.jax_setup.enable_float64`).
+
+    ``remat_substeps``: each physics substep is rematerialized (``jax.checkpoint``): the
+    backward pass keeps only the ``mjx.Data`` between substeps and recomputes a substep's
+    intermediates when it reaches it, instead of storing every intermediate of every
+    substep. The values and gradients are the same computation; the compiled program is
+    smaller, faster to compile and lighter in memory, and on 2 CPU cores it also ran
+    faster (less memory traffic). Measured on the hopper's learning-regression
+    iteration (README, "Training throughput"): SHAC+BCG compile 109 -> 80 s, 0.68 ->
+    0.44 s per iteration, peak 4.6 -> 3.8 GB. Forward-only programs are unaffected.
     """
 
     control_dt: float = 0.02
     float64: bool = False
+    remat_substeps: bool = True

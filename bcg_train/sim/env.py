@@ -189,10 +189,12 @@ class MjxSim:
         return data, contact_normal_forces(self.model, data)
 
     def control_step(self, data: mjx.Data, q_target: jax.Array) -> tuple[mjx.Data, ContactSummary]:
-        """``n_substeps`` physics steps towards fixed position targets."""
+        """``n_substeps`` physics steps towards fixed position targets (each substep
+        rematerialized in the backward pass unless ``SimConfig.remat_substeps`` is off)."""
+        physics_step = jax.checkpoint(self.physics_step) if self.config.remat_substeps else self.physics_step
 
         def body(d, _):
-            d, force = self.physics_step(d, q_target)
+            d, force = physics_step(d, q_target)
             return d, force
 
         data, forces = jax.lax.scan(body, data, None, length=self.n_substeps)
