@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-dr", action="store_true", help="evaluate without domain randomization")
     parser.add_argument("--out", type=Path, default=None, help="output folder for plot/summary/video (default: next to the policy)")
     parser.add_argument("--video", action="store_true", help="try to record a video of the first seed")
+    parser.add_argument("--baseline", choices=("default-pose", "playback"), default=None,
+                        help="evaluate this policy's zero-correction baseline instead of it: hold the default pose, or play "
+                             "the clip back through the PD drives (bcg_train.evaluate.baselines; same contract, seeds and reference)")
     args = parser.parse_args(argv)
 
     with exit_on_input_error(parser.prog):
@@ -128,8 +131,13 @@ def main(argv: list[str] | None = None) -> int:
         if contract.motion_id == "default_pose" and args.motion is None:
             motion = share_file("models/motions/stand.csv")
         reference = load_reference_motion(motion, robot)
-        out = args.out or args.policy.parent / f"{args.policy.stem}_eval"
+        out = args.out or args.policy.parent / f"{args.policy.stem}_{args.baseline or 'eval'}"
         out.mkdir(parents=True, exist_ok=True)
+        if args.baseline is not None:
+            from bcg_train.evaluate.baselines import write_baseline_policy
+
+            baseline_file = write_baseline_policy(args.baseline, contract, reference.joint_pos, out / f"baseline_{args.baseline}.onnx")
+            policy = OnnxPolicy.load(baseline_file, robot)
 
         bridge = build_model(robot, "bridge")
         from bcg_train.tasks.imitation import training_model
@@ -144,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append(rollout(policy, bridge, robot, reference, seed, args.duration, dr, video if seed == seeds[0] else None))
             train_results.append(rollout(policy, train_model, robot, reference, seed, args.duration, dr))
 
-        print(f"policy {args.policy} (motion '{contract.motion_id}', {args.duration:g} s, DR {'off' if args.no_dr else 'on'})")
+        what = f"baseline '{args.baseline}' of {args.policy}" if args.baseline else f"policy {args.policy}"
+        print(f"{what} (motion '{contract.motion_id}', {args.duration:g} s, DR {'off' if args.no_dr else 'on'})")
         print(f"{'seed':>4} {'fell':>5} {'survived s':>10} {'E_track cm':>10} {'root z err cm':>13} {'pen. bridge mm':>14} "
               f"{'pen. train mm':>13} {'diff mm':>8}")
         for r, tr in zip(results, train_results):
@@ -157,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         root_z = np.array([r.root_height_error_cm for r in results])
         pen_diff = np.array([tr.foot_penetration_mm - r.foot_penetration_mm for r, tr in zip(results, train_results)])
         summary = {
-            "policy": str(args.policy), "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed, "duration_s": args.duration,
+            "policy": str(args.policy), "baseline": args.baseline, "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed, "duration_s": args.duration,
             "domain_randomization": not args.no_dr, "falls": falls,
             "tracking_error_cm_mean": float(e_track.mean()), "tracking_error_cm_std": float(e_track.std()),
             "root_height_error_cm": {"mean": float(root_z.mean()), "max": float(max(r.root_height_error_max_cm for r in results))},
@@ -171,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 for r, tr in zip(results, train_results)
             ],
         }
-        _plot(results, out / "eval.png", f"{args.policy.name}: {falls}/{args.seeds} falls, E_track {e_track.mean():.1f} cm")
+        _plot(results, out / "eval.png", f"{args.policy.name}{' ' + args.baseline if args.baseline else ''}: {falls}/{args.seeds} falls, E_track {e_track.mean():.1f} cm")
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
         print(
             f"falls {falls}/{args.seeds}, E_track {e_track.mean():.2f} +- {e_track.std():.2f} cm, "

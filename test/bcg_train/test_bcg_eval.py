@@ -71,3 +71,68 @@ def test_eval_video_comes_with_a_frame_strip(tmp_path):
 
     strip = Image.open(out / "seed0_frames.png")
     assert strip.width == 8 * 320 and strip.height > 240  # 8 tiles of 320 x 240 with their time labels
+
+
+def _squat_policy(tmp_path: Path):
+    """A policy with random weights, trained-style: relative to the squat clip."""
+    import numpy as np
+
+    from bcg_robot.action_offset import REFERENCE
+    from bcg_robot.onnx_graph import DenseLayer, PolicyWeights
+    from bcg_robot.observation import observation_size
+    from bcg_robot.paths import share_file
+    from bcg_train.motion.reference import load_reference_motion
+
+    robot = load_robot_config()
+    reference = load_reference_motion(share_file("models/motions/squat.csv"), robot)
+    contract = PolicyContract.for_robot(robot, motion_id="squat", motion_length_s=reference.length_s, action_offset=REFERENCE)
+    n_obs = observation_size(contract.observation_spec, contract.num_joints)
+    rng = np.random.default_rng(3)
+    layer = DenseLayer(rng.normal(0.0, 0.1, (n_obs, contract.num_joints)), rng.normal(0.0, 0.1, contract.num_joints), elu=False)
+    weights = PolicyWeights(np.zeros(n_obs), np.ones(n_obs), (layer,), reference_joint_pos=reference.joint_pos)
+    return save_policy_onnx(tmp_path / "squat_random.onnx", contract, weights), contract, reference, robot
+
+
+def test_baselines_are_the_policy_with_a_zero_correction(tmp_path):
+    """default-pose holds the default pose; playback's targets are the policy's own offset
+    (its targets less action_scale * action), i.e. the clip one step ahead."""
+    import numpy as np
+
+    from bcg_robot.action_offset import reference_joint_targets
+    from bcg_robot.onnx_policy import OnnxPolicy
+    from bcg_robot.observation import raw_inputs
+    from bcg_train.evaluate.baselines import write_baseline_policy
+
+    path, contract, reference, robot = _squat_policy(tmp_path)
+    policy = OnnxPolicy.load(path, robot)
+    hold = OnnxPolicy.load(write_baseline_policy("default-pose", contract, reference.joint_pos, tmp_path / "hold.onnx"), robot)
+    play = OnnxPolicy.load(write_baseline_policy("playback", contract, reference.joint_pos, tmp_path / "play.onnx"), robot)
+    assert (hold.contract.motion_id, play.contract.motion_id) == ("squat", "squat")
+    assert hold.contract.motion_length_s == play.contract.motion_length_s == contract.motion_length_s
+    rng = np.random.default_rng(0)
+    n = contract.num_joints
+    for phase in (0.0, 0.13, 0.5, 0.97):
+        quat = rng.normal(size=4)
+        raw = raw_inputs(quat / np.linalg.norm(quat), rng.normal(size=3), np.asarray(robot.default_q) + rng.normal(0, 0.2, n),
+                         rng.normal(size=n), rng.normal(size=n), np.array([phase]))
+        targets, action = policy.run(raw)
+        hold_targets, hold_action = hold.run(raw)
+        play_targets, play_action = play.run(raw)
+        assert np.abs(action).max() > 1e-3  # the policy itself corrects
+        assert np.all(hold_action == 0.0) and np.all(play_action == 0.0)
+        np.testing.assert_allclose(hold_targets, contract.default_pose, atol=1e-6)
+        np.testing.assert_allclose(play_targets, targets - np.asarray(contract.action_scale) * action, atol=1e-5)
+        np.testing.assert_allclose(play_targets, reference_joint_targets(reference.joint_pos, np.array([phase])), atol=1e-5)
+    with pytest.raises(ValueError, match="unknown baseline"):
+        write_baseline_policy("nothing", contract, reference.joint_pos, tmp_path / "x.onnx")
+
+
+def test_eval_baseline_flag(tmp_path, capsys):
+    path, *_ = _squat_policy(tmp_path)
+    out = tmp_path / "play"
+    assert eval_main([str(path), "--baseline", "playback", "--seeds", "1", "--duration", "0.4", "--no-dr", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "baseline 'playback' of" in text and "falls 0/1" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["baseline"] == "playback" and summary["motion"] == "squat"
+    assert (out / "baseline_playback.onnx").is_file()
