@@ -34,6 +34,7 @@ CONSOLE_SCRIPTS = [
     "bcg-motion = bcg_train.cli.motion:main",
     "bcg-export = bcg_train.cli.export:main",
     "bcg-eval = bcg_train.cli.evaluate:main",
+    "bcg-select-checkpoint = bcg_train.cli.select_checkpoint:main",
     "bcg-benchmark = bcg_train.cli.benchmark:main",
     "bcg-claim = bcg_train.cli.claim:main",
     "bcg-bench-gradients = bcg_train.cli.bench_gradients:main",

@@ -1,0 +1,121 @@
+"""bcg-select-checkpoint: evaluate every Nth checkpoint of a run with bcg-eval and name the best.
+
+The checkpoint-choice protocol of every shipped policy (models/README.md), as one command:
+each checkpoint whose iteration is a multiple of ``--every`` is exported (bcg-export) and
+rolled in the bridge model under domain randomization (bcg-eval) on the selection seeds
+(default 0-19, never the seeds a policy is reported on); one row per checkpoint goes to
+``<run>/select/checkpoints.csv``. The best is the one with the fewest falls, then the
+lowest E_track, then the earliest; it is written to ``<run>/select/best.json``.
+
+With ``--watch`` it runs beside ``bcg-train``: it evaluates checkpoints as they appear and
+stops once the run has written its ``summary.json`` (the end of a run) and every due
+checkpoint is evaluated. Checkpoints already in the CSV are not evaluated again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import time
+from pathlib import Path
+
+from bcg_robot.errors import ContractError, exit_on_input_error
+
+CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm")
+_CHECKPOINT = re.compile(r"^(\d{6})\.pkl$")
+
+
+def due_checkpoints(checkpoint_dir: Path, every: int, done: set[int]) -> list[tuple[int, Path]]:
+    """(iteration, path) of the checkpoints whose iteration is a multiple of ``every`` and not in ``done``, in order."""
+    found = []
+    for path in sorted(checkpoint_dir.glob("*.pkl")) if checkpoint_dir.is_dir() else []:
+        match = _CHECKPOINT.match(path.name)
+        if match and int(match.group(1)) % every == 0 and int(match.group(1)) not in done:
+            found.append((int(match.group(1)), path))
+    return found
+
+
+def best_row(rows: list[dict]) -> dict:
+    """Fewest falls, then the lowest E_track, then the earliest iteration."""
+    if not rows:
+        raise ValueError("no evaluated checkpoint")
+    return min(rows, key=lambda r: (int(r["falls"]), float(r["e_track_cm"]), int(r["iteration"])))
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return [{k: (int(v) if k in ("iteration", "falls", "seeds") else float(v)) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
+    from bcg_train.cli.evaluate import main as evaluate
+    from bcg_train.cli.export import main as export
+
+    policy = out / f"it{iteration:06d}.onnx"
+    if export([str(checkpoint), "--out", str(policy)]) != 0:
+        raise ContractError(checkpoint, "bcg-export failed")
+    eval_dir = out / f"it{iteration:06d}_seeds{args.first_seed}-{args.first_seed + args.seeds - 1}"
+    if evaluate([str(policy), "--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--duration", str(args.duration),
+                 "--out", str(eval_dir)]) != 0:
+        raise ContractError(policy, "bcg-eval failed")
+    summary = json.loads((eval_dir / "summary.json").read_text())
+    return {"iteration": iteration, "falls": summary["falls"], "seeds": summary["seeds"],
+            "e_track_cm": round(summary["tracking_error_cm_mean"], 3), "root_z_cm": round(summary["root_height_error_cm"]["mean"], 3)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bcg-select-checkpoint", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help="a bcg-train run directory (with checkpoints/)")
+    parser.add_argument("--every", type=int, default=50, help="evaluate checkpoints whose iteration is a multiple of this")
+    parser.add_argument("--seeds", type=int, default=20, help="selection seeds per checkpoint")
+    parser.add_argument("--first-seed", type=int, default=0, help="first selection seed (report on other seeds)")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per rollout")
+    parser.add_argument("--watch", action="store_true", help="follow a running bcg-train until it writes summary.json")
+    parser.add_argument("--poll-s", type=float, default=30.0, help="seconds between looks at the run directory with --watch")
+    args = parser.parse_args(argv)
+    if args.every < 1 or args.seeds < 1 or args.duration <= 0:
+        parser.error("--every and --seeds must be >= 1 and --duration > 0")
+
+    with exit_on_input_error(parser.prog):
+        if not args.run_dir.is_dir():
+            raise ContractError(args.run_dir, "no such run directory")
+        out = args.run_dir / "select"
+        out.mkdir(exist_ok=True)
+        table = out / "checkpoints.csv"
+        rows = read_rows(table)
+        started = time.time()
+        while True:
+            summary = args.run_dir / "summary.json"
+            finished = summary.is_file() and summary.stat().st_mtime >= started
+            due = due_checkpoints(args.run_dir / "checkpoints", args.every, {r["iteration"] for r in rows})
+            for iteration, checkpoint in due:
+                row = _evaluate(iteration, checkpoint, out, args)
+                rows.append(row)
+                new = not table.is_file()
+                with open(table, "a", newline="") as f:
+                    writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+                    if new:
+                        writer.writeheader()
+                    writer.writerow(row)
+                print(f"bcg-select-checkpoint: iteration {iteration}: {row['falls']}/{row['seeds']} falls, E_track {row['e_track_cm']:.2f} cm", flush=True)
+            if not args.watch or (finished and not due):
+                break
+            if not due:
+                time.sleep(args.poll_s)
+        if not rows:
+            raise ContractError(args.run_dir, f"no checkpoint at a multiple of {args.every} iterations")
+        best = best_row(rows)
+        (out / "best.json").write_text(json.dumps({**best, "rule": "fewest falls, then lowest E_track, then earliest",
+                                                   "selection_seeds": [args.first_seed, args.first_seed + args.seeds - 1],
+                                                   "duration_s": args.duration}, indent=2) + "\n")
+        print(f"bcg-select-checkpoint: best iteration {best['iteration']} ({best['falls']}/{best['seeds']} falls, "
+              f"E_track {best['e_track_cm']:.2f} cm); table {table}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

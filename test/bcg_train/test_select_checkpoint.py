@@ -1,0 +1,50 @@
+"""bcg-select-checkpoint: which checkpoints are due, the choice rule, and its errors."""
+
+import pytest
+
+from bcg_train.cli.select_checkpoint import best_row, due_checkpoints, main, read_rows
+
+
+def test_due_checkpoints_are_the_unevaluated_multiples_in_order(tmp_path):
+    ckpts = tmp_path / "checkpoints"
+    ckpts.mkdir()
+    for it in (25, 50, 75, 100, 150, 163):
+        (ckpts / f"{it:06d}.pkl").write_bytes(b"")
+    (ckpts / "000200.tmp").write_bytes(b"")  # a checkpoint being written
+    (ckpts / "notes.pkl").write_bytes(b"")
+    assert [it for it, _ in due_checkpoints(ckpts, 50, set())] == [50, 100, 150]
+    assert [it for it, _ in due_checkpoints(ckpts, 50, {100})] == [50, 150]
+    assert [p.name for _, p in due_checkpoints(ckpts, 25, {50, 100, 150})] == ["000025.pkl", "000075.pkl"]
+    assert due_checkpoints(tmp_path / "none", 50, set()) == []
+
+
+def test_best_is_fewest_falls_then_lowest_error_then_earliest():
+    rows = [
+        {"iteration": 50, "falls": 3, "seeds": 20, "e_track_cm": 1.0, "root_z_cm": 1.0},
+        {"iteration": 100, "falls": 2, "seeds": 20, "e_track_cm": 2.0, "root_z_cm": 1.0},
+        {"iteration": 150, "falls": 2, "seeds": 20, "e_track_cm": 1.5, "root_z_cm": 1.0},
+        {"iteration": 200, "falls": 2, "seeds": 20, "e_track_cm": 1.5, "root_z_cm": 0.5},
+    ]
+    assert best_row(rows)["iteration"] == 150
+    assert best_row(rows[:2])["iteration"] == 100
+    with pytest.raises(ValueError):
+        best_row([])
+
+
+def test_read_rows_types(tmp_path):
+    table = tmp_path / "checkpoints.csv"
+    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,4,20,1.25,0.5\n")
+    assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5}]
+    assert read_rows(tmp_path / "missing.csv") == []
+
+
+def test_bad_run_directory_is_one_line_and_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "no_run")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bcg-select-checkpoint: error:") and "no_run" in err and "\n" not in err
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "run"), "--every", "50"])
+    assert exc.value.code == 2 and "no checkpoint at a multiple of 50" in capsys.readouterr().err
