@@ -1,4 +1,4 @@
-"""Evaluation metrics of a G1 rollout: E_track, root-height error, foot penetration and falls (numpy only).
+"""Evaluation metrics of a G1 rollout: E_track, root-height error, foot penetration, flight and falls (numpy only).
 
 One definition of each, used by ``bcg-eval`` (policy rollouts in plain MuJoCo) and
 ``bcg-sim2sim`` (the bridge's trajectory log):
@@ -22,6 +22,11 @@ foot penetration (mm)
     floor and a geom of a foot body (``RobotConfig.feet``), ``max(-dist, 0)``, 0 without
     such a contact; summarized as the mean over the samples in which a foot penetrates
     the floor (0 if none does) and the maximum.
+longest flight (s)
+    The longest run of consecutive physics steps (or samples) in which no foot-floor
+    contact touches (``dist <= 0``): how long the robot was in the air. A jump that
+    leaves the ground has one; a crouch-and-extend that never takes off has 0. E_track
+    cannot tell the two apart, the root-height error only in part.
 fall
     The root (pelvis) height above the floor drops below :data:`FALL_HEIGHT_M` (0.3 m; the
     G1's pelvis stands at about 0.79 m), or the simulated state is no longer finite.
@@ -117,6 +122,26 @@ class FootFloorGeoms:
     def deepest_penetration_of(self, contact: Any) -> float:
         """:meth:`deepest_penetration` of a MuJoCo contact list (``MjData.contact``)."""
         return self.deepest_penetration(contact.dist, contact.geom1, contact.geom2)
+
+    def touching(self, dist: np.ndarray, geom1: np.ndarray, geom2: np.ndarray) -> bool:
+        """Whether a foot collider touches the floor: a foot-floor contact at distance <= 0."""
+        g1, g2 = np.asarray(geom1), np.asarray(geom2)
+        foot_floor = ((g1 == self.floor) & np.isin(g2, self.feet)) | ((g2 == self.floor) & np.isin(g1, self.feet))
+        return bool(np.any(np.asarray(dist)[foot_floor] <= 0.0))
+
+    def touching_of(self, contact: Any) -> bool:
+        """:meth:`touching` of a MuJoCo contact list (``MjData.contact``)."""
+        return self.touching(contact.dist, contact.geom1, contact.geom2)
+
+
+def longest_flight_s(touching: Any, dt: float) -> float:
+    """Longest run of consecutive samples with no foot on the floor (``touching`` false), in seconds."""
+    airborne = ~np.asarray(touching, dtype=bool)
+    longest = run = 0
+    for a in airborne:
+        run = run + 1 if a else 0
+        longest = max(longest, run)
+    return longest * float(dt)
 
 
 @dataclasses.dataclass(frozen=True)

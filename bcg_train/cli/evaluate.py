@@ -154,11 +154,11 @@ def main(argv: list[str] | None = None) -> int:
 
         what = f"baseline '{args.baseline}' of {args.policy}" if args.baseline else f"policy {args.policy}"
         print(f"{what} (motion '{contract.motion_id}', {args.duration:g} s, DR {'off' if args.no_dr else 'on'})")
-        print(f"{'seed':>4} {'fell':>5} {'survived s':>10} {'E_track cm':>10} {'root z err cm':>13} {'pen. bridge mm':>14} "
+        print(f"{'seed':>4} {'fell':>5} {'survived s':>10} {'E_track cm':>10} {'root z err cm':>13} {'flight s':>8} {'pen. bridge mm':>14} "
               f"{'pen. train mm':>13} {'diff mm':>8}")
         for r, tr in zip(results, train_results):
             print(
-                f"{r.seed:>4} {str(r.fell):>5} {r.survived_s:>10.2f} {r.tracking_error_cm:>10.2f} {r.root_height_error_cm:>13.2f} "
+                f"{r.seed:>4} {str(r.fell):>5} {r.survived_s:>10.2f} {r.tracking_error_cm:>10.2f} {r.root_height_error_cm:>13.2f} {r.longest_flight_s:>8.3f} "
                 f"{r.foot_penetration_mm:>14.2f} {tr.foot_penetration_mm:>13.2f} {tr.foot_penetration_mm - r.foot_penetration_mm:>8.2f}"
             )
         falls = sum(r.fell for r in results)
@@ -171,10 +171,12 @@ def main(argv: list[str] | None = None) -> int:
             "tracking_error_cm_mean": float(e_track.mean()), "tracking_error_cm_std": float(e_track.std()),
             "root_height_error_cm": {"mean": float(root_z.mean()), "max": float(max(r.root_height_error_max_cm for r in results))},
             "foot_penetration_diff_mm_mean": float(pen_diff.mean()),
+            "longest_flight_s_mean": float(np.mean([r.longest_flight_s for r in results])),
             "train_sim_falls": sum(r.fell for r in train_results),
             "per_seed": [
                 {"seed": r.seed, "fell": r.fell, "survived_s": r.survived_s, "tracking_error_cm": r.tracking_error_cm,
                  "root_height_error_cm": {"mean": r.root_height_error_cm, "max": r.root_height_error_max_cm},
+                 "longest_flight_s": r.longest_flight_s,
                  "foot_penetration_bridge_mm": r.foot_penetration_mm, "foot_penetration_train_mm": tr.foot_penetration_mm,
                  "domain": r.domain}
                 for r, tr in zip(results, train_results)
@@ -185,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"falls {falls}/{args.seeds}, E_track {e_track.mean():.2f} +- {e_track.std():.2f} cm, "
             f"root height error {root_z.mean():.2f} cm (max {summary['root_height_error_cm']['max']:.2f}), "
+            f"longest flight {summary['longest_flight_s_mean']:.3f} s, "
             f"foot penetration train - bridge {pen_diff.mean():+.2f} mm; plot {out / 'eval.png'}"
         )
         if video is not None:

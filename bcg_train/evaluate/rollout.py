@@ -8,7 +8,7 @@ gains. Each seed draws friction, pelvis mass, gain scale, a 0/1-step action late
 and push times/velocities from the task's domain-randomization config.
 
 Measured per seed, as defined in :mod:`bcg_robot.metrics`: whether and when the robot
-fell, the tracking error E_track against the reference (cm, tracked bodies in the pelvis
+fell, its longest flight (time with no foot on the floor), the tracking error E_track against the reference (cm, tracked bodies in the pelvis
 frame, once per control step), the root-height error against the reference's pelvis height
 (cm, once per control step; the reference shifted by the same start offset as the robot)
 and the foot penetration (mm, every physics step).
@@ -40,6 +40,7 @@ class RolloutResult:
     survived_s: float
     tracking_error_cm: float
     foot_penetration_mm: float
+    longest_flight_s: float  # longest time with no foot on the floor (bcg_robot.metrics.longest_flight_s)
     time: np.ndarray
     root_height: np.ndarray
     root_height_error_cm: float  # mean |z - z_ref| (bcg_robot.metrics.root_height_error_cm)
@@ -105,7 +106,7 @@ def rollout(
     push_lo, push_hi = (int(round(x / contract.control_dt)) for x in dr.push_interval_s)
     next_push = int(rng.integers(push_lo, push_hi + 1)) if dr.enabled else steps + 1
 
-    heights, ref_heights, errors, penetrations = [], [], [], []
+    heights, ref_heights, errors, penetrations, touching = [], [], [], [], []
     fell_at = None
     for k in range(steps):
         t = k * contract.control_dt
@@ -124,6 +125,7 @@ def rollout(
             data.ctrl[:] = pd_torque(targets, data.qpos[qi], 0.0, data.qvel[di], kp, kd, 0.0, robot.effort)
             mujoco.mj_step(model, data)
             penetrations.append(foot_floor.deepest_penetration_of(data.contact))
+            touching.append(foot_floor.touching_of(data.contact))
         if on_frame is not None:
             on_frame(data, t)
         frame = (k + 1) % reference.num_frames
@@ -142,6 +144,7 @@ def rollout(
         survived_s=fell_at if fell_at is not None else steps * contract.control_dt,
         tracking_error_cm=metrics.summarize_tracking(np.asarray(errors)).mean_cm,
         foot_penetration_mm=metrics.summarize_foot_penetration(np.asarray(penetrations)).mean_mm,
+        longest_flight_s=metrics.longest_flight_s(touching, model.opt.timestep),
         time=times,
         root_height=np.asarray(heights),
         root_height_error_cm=z_mean,

@@ -52,6 +52,23 @@ def test_deepest_foot_penetration_counts_only_foot_floor_contacts():
     assert geoms.deepest_penetration(np.zeros(0), np.zeros(0, int), np.zeros(0, int)) == 0.0
 
 
+def test_touching_needs_a_foot_floor_contact_at_distance_zero_or_less():
+    geoms = metrics.FootFloorGeoms(floor=0, feet=np.array([4, 5]))
+    assert geoms.touching(np.array([0.0]), np.array([0]), np.array([4]))
+    assert geoms.touching(np.array([0.003, -0.001]), np.array([0, 5]), np.array([4, 0]))
+    assert not geoms.touching(np.array([0.001]), np.array([0]), np.array([5]))  # within margin, not touching
+    assert not geoms.touching(np.array([-0.01]), np.array([0]), np.array([7]))  # the floor with a non-foot geom
+    assert not geoms.touching(np.zeros(0), np.zeros(0, int), np.zeros(0, int))
+
+
+def test_longest_flight_is_the_longest_run_without_a_foot_on_the_floor():
+    touching = np.array([True, False, False, True, False, False, False, True, False])
+    assert metrics.longest_flight_s(touching, 0.002) == pytest.approx(0.006)
+    assert metrics.longest_flight_s(np.ones(5, bool), 0.002) == 0.0
+    assert metrics.longest_flight_s(np.zeros(4, bool), 0.5) == pytest.approx(2.0)
+    assert metrics.longest_flight_s(np.zeros(0, bool), 0.002) == 0.0
+
+
 def test_foot_penetration_is_averaged_over_the_samples_that_penetrate():
     summary = metrics.summarize_foot_penetration(np.array([0.0, 0.002, 0.0, 0.004, 0.0]))
     assert summary.mean_mm == pytest.approx(3.0) and summary.max_mm == pytest.approx(4.0)

@@ -37,6 +37,8 @@ def test_eval_smoke(tmp_path, capsys):
     assert all(0.0 <= s["root_height_error_cm"]["mean"] <= s["root_height_error_cm"]["max"] for s in summary["per_seed"])
     assert {s["seed"] for s in summary["per_seed"]} == {0, 1}
     assert summary["per_seed"][0]["foot_penetration_bridge_mm"] > 0.0
+    # standing is never airborne: at most the physics step or two before the start pose's feet settle onto the floor
+    assert summary["longest_flight_s_mean"] < 0.01 and "longest flight" in text
     assert (out / "eval.png").stat().st_size > 1000
     # held-out seeds: the same domain draws as seed 7 of a longer run
     assert eval_main([str(policy), "--seeds", "1", "--first-seed", "7", "--duration", "0.2", "--out", str(tmp_path / "late")]) == 0
