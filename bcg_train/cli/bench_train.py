@@ -216,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.iterations < 5:
         raise SystemExit("bcg-bench-train: --iterations must be >= 5 (the median of at least 5)")
+    if args.out.is_dir():
+        raise SystemExit(f"bcg-bench-train: --out {args.out} is a directory; give the JSON file to write")
     if min(args.num_envs) < 1:
         raise SystemExit("bcg-bench-train: --num-envs must be >= 1")
     slots = args.bundle_slots or [None]

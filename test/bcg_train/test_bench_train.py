@@ -36,3 +36,8 @@ def test_the_committed_throughput_run_has_the_promised_shape_and_its_own_ratios(
 def test_bad_arguments_are_one_line_errors(argv, message, tmp_path):
     with pytest.raises(SystemExit, match=message):
         main(argv + ["--out", str(tmp_path / "t.json")])
+
+
+def test_an_output_directory_is_refused_before_anything_runs(tmp_path):
+    with pytest.raises(SystemExit, match="is a directory; give the JSON file to write"):
+        main(["--out", str(tmp_path)])
