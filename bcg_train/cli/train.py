@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--preset", choices=PRESETS, default=None, help="size preset merged over the config")
     parser.add_argument(
-        "--run-dir", default=None, help="output directory (default: runs/<task>-<preset>, with --motion runs/<clip stem>-<preset>)"
+        "--run-dir", default=None, help="output directory (default: the config file's run_dir if it sets one, else runs/<task>-<preset>, with --motion runs/<clip stem>-<preset>)"
     )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--iterations", type=int, default=None, help="override shac.iterations")

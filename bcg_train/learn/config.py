@@ -166,12 +166,17 @@ class TrainRequest:
         return self.motion.stem if self.motion is not None else self.task
 
 
+def default_run_dir(request: TrainRequest) -> str:
+    """``runs/<task or clip stem>-<preset>``: where a run writes unless told otherwise."""
+    return f"runs/{request.run_name}-{request.preset or 'default'}"
+
+
 def train_overrides(request: TrainRequest) -> dict[str, Any]:
     """The mapping merged over the config file (and preset) for ``request``.
 
     The motion path is made absolute (against the working directory), so the resolved
     config saved in the run directory names the same file from anywhere."""
-    overrides: dict[str, Any] = {"run_dir": request.run_dir or f"runs/{request.run_name}-{request.preset or 'default'}"}
+    overrides: dict[str, Any] = {"run_dir": request.run_dir or default_run_dir(request)}
     if request.motion is not None:
         overrides["task"] = {"motion": str(Path(request.motion).expanduser().resolve())}
     if request.seed is not None:
@@ -184,8 +189,15 @@ def train_overrides(request: TrainRequest) -> dict[str, Any]:
 
 
 def resolve_train_config(request: TrainRequest) -> TrainConfig:
-    """The validated :class:`TrainConfig` of ``request`` (reads the YAML files, no JAX)."""
-    return load_train_config(request.config_path, request.preset, train_overrides(request))
+    """The validated :class:`TrainConfig` of ``request`` (reads the YAML files, no JAX).
+
+    The run directory is ``request.run_dir``, else the config file's own ``run_dir`` (an
+    experiment's config, or a run's saved ``config.yaml``, names where it writes), else
+    :func:`default_run_dir`."""
+    overrides = train_overrides(request)
+    if request.run_dir is None and "run_dir" in read_train_mapping(request.config_path):
+        del overrides["run_dir"]
+    return load_train_config(request.config_path, request.preset, overrides)
 
 
 def motion_id(cfg: TrainConfig) -> str:

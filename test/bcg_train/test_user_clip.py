@@ -67,6 +67,19 @@ def test_a_clip_outside_models_motions_resolves_to_a_config(tmp_path, monkeypatc
     assert load_reference_motion(saved.task.motion, ROBOT, saved.task.motion_fps).name == "my_squat"
 
 
+def test_run_dir_comes_from_the_flag_then_the_config_file_then_the_task_and_preset(tmp_path):
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(f"extends: {share_file('config/train/squat.yaml')}\nrun_dir: runs/my-experiment\n")
+    assert resolve_train_config(TrainRequest(task="squat", config=experiment)).run_dir == "runs/my-experiment"
+    flagged = resolve_train_config(TrainRequest(task="squat", config=experiment, run_dir="elsewhere"))
+    assert flagged.run_dir == "elsewhere"
+    # the shipped task configs name no run directory: runs/<task>-<preset>
+    assert resolve_train_config(TrainRequest(task="jump", preset="cpu-small")).run_dir == "runs/jump-cpu-small"
+    # a run's saved config.yaml resumes into the directory it names
+    saved = dump_dataclass(resolve_train_config(TrainRequest(task="squat", run_dir="runs/a")), tmp_path / "run" / "config.yaml")
+    assert resolve_train_config(TrainRequest(task="squat", config=saved)).run_dir == "runs/a"
+
+
 def test_train_cli_accepts_the_clip_up_to_training(tmp_path, no_training):
     clip = shallow_squat(tmp_path / "my_squat.csv", frames=40)
     with pytest.raises(ImportError):  # validated config and clip; stopped at the trainer's import
