@@ -7,7 +7,8 @@ times it. Reported per row:
 * ``compile_s``: the first call's time (trace, lower, XLA compile, one iteration) less
   one iteration's median (the persistent cache is off in the worker: a cold compile);
 * ``peak_rss_gb``: the worker's peak resident memory (compile included);
-* ``s_per_iteration``: median over ``--iterations`` (>= 5) iterations after the compile;
+* ``s_per_iteration``: median over ``--iterations`` (>= 5) iterations after the compile
+  (``s_each_iteration`` and ``bundled_each_iteration`` list them all);
 * ``env_steps_per_s``: ``num_envs * horizon / s_per_iteration``;
 * ``bundled_fraction``: environment steps inside a BCG bundle; ``overflow_fraction``:
   steps that needed a bundle but found all ``bundle_slots`` taken (they stepped plain);
@@ -142,6 +143,10 @@ def run_worker(spec: BenchSpec) -> dict[str, Any]:
         "horizon": h,
         "sim_failures": failures,
         "iterations_timed": spec.iterations,
+        # every timed iteration, with its bundled fraction: the spread the median hides
+        # (a BCG iteration's cost follows how many of its steps bundled)
+        "s_each_iteration": [round(x, 4) for x in times],
+        "bundled_each_iteration": [round(x, 4) for x in bundled],
     }
 
 
