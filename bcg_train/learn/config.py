@@ -121,7 +121,13 @@ def read_train_mapping(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[s
 
 
 def load_train_config(path: str | Path, preset: str | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    data = read_train_mapping(path)
+    return train_config_from_mapping(read_train_mapping(path), path, preset, overrides)
+
+
+def train_config_from_mapping(
+    data: dict[str, Any], path: str | Path, preset: str | None = None, overrides: dict[str, Any] | None = None
+) -> TrainConfig:
+    """``data`` (the mapping read from ``path``) with ``preset`` and ``overrides`` merged over it."""
     source = str(path)
     if preset is not None:
         preset_path = TRAIN_CONFIG_DIR / "presets" / f"{preset}.yaml"
@@ -175,8 +181,9 @@ def train_overrides(request: TrainRequest) -> dict[str, Any]:
     """The mapping merged over the config file (and preset) for ``request``.
 
     The motion path is made absolute (against the working directory), so the resolved
-    config saved in the run directory names the same file from anywhere."""
-    overrides: dict[str, Any] = {"run_dir": request.run_dir or default_run_dir(request)}
+    config saved in the run directory names the same file from anywhere. The run directory
+    is here only when asked for (``resolve_train_config`` supplies the default)."""
+    overrides: dict[str, Any] = {"run_dir": request.run_dir} if request.run_dir else {}
     if request.motion is not None:
         overrides["task"] = {"motion": str(Path(request.motion).expanduser().resolve())}
     if request.seed is not None:
@@ -194,10 +201,11 @@ def resolve_train_config(request: TrainRequest) -> TrainConfig:
     The run directory is ``request.run_dir``, else the config file's own ``run_dir`` (an
     experiment's config, or a run's saved ``config.yaml``, names where it writes), else
     :func:`default_run_dir`."""
+    data = read_train_mapping(request.config_path)
     overrides = train_overrides(request)
-    if request.run_dir is None and "run_dir" in read_train_mapping(request.config_path):
-        del overrides["run_dir"]
-    return load_train_config(request.config_path, request.preset, overrides)
+    if "run_dir" not in overrides and "run_dir" not in data:
+        overrides["run_dir"] = default_run_dir(request)
+    return train_config_from_mapping(data, request.config_path, request.preset, overrides)
 
 
 def motion_id(cfg: TrainConfig) -> str:
