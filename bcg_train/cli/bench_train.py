@@ -53,6 +53,7 @@ class BenchSpec:
     horizon: int | None = None  # None: the task config's
     contact: str | None = None  # None: the task config's
     bundle_slots: int | None = None  # None: the task config's
+    force_threshold: float | None = None  # BCG's trigger tau in N; None: the task config's
 
 
 def _learner_and_task(spec: BenchSpec):
@@ -66,6 +67,8 @@ def _learner_and_task(spec: BenchSpec):
         protocol = ClaimProtocol()
         cfg = protocol.task
         bcg = dataclasses.replace(cfg.bcg, mode=mode, bundle_slots=protocol.bundle_slots if spec.bundle_slots is None else spec.bundle_slots)
+        if spec.force_threshold is not None:
+            bcg = dataclasses.replace(bcg, force_threshold=spec.force_threshold)
         cfg = dataclasses.replace(cfg, bcg=bcg, contact=spec.contact or "stiff")
         shac = protocol.shac
         task = HopperTask(cfg)
@@ -78,6 +81,8 @@ def _learner_and_task(spec: BenchSpec):
             overrides["task"]["bcg"]["bundle_slots"] = spec.bundle_slots
         if spec.contact is not None:
             overrides["task"]["contact"] = spec.contact
+        if spec.force_threshold is not None:
+            overrides["task"]["bcg"]["force_threshold"] = spec.force_threshold
         train_cfg = load_train_config(TRAIN_CONFIG_DIR / f"{spec.task}.yaml", spec.preset, overrides)
         train_cfg.validate()
         shac, task = train_cfg.shac, make_task(train_cfg)
@@ -138,6 +143,7 @@ def run_worker(spec: BenchSpec) -> dict[str, Any]:
         "bundled_fraction": round(float(np.mean(bundled)), 4),
         "overflow_fraction": round(float(np.mean(overflow)), 4),
         "bundle_slots": task.bsim.config.bundle_slots,
+        "force_threshold": task.bsim.config.force_threshold,
         "s_rollout_backward": round(max(s_iter - s_critic, 0.0), 4),
         "s_critic_update": round(s_critic, 4),
         "horizon": h,
@@ -151,18 +157,19 @@ def run_worker(spec: BenchSpec) -> dict[str, Any]:
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """BCG over plain, per (task, num_envs) where both ran."""
+    """Each BCG row over the plain row of its (task, num_envs), where both ran."""
+    plain = {(r["task"], r["num_envs"]): r for r in rows if r["estimator"] == "plain"}
     out = []
-    by_key = {(r["task"], r["num_envs"], r["estimator"]): r for r in rows}
-    for (task, n, est), bcg in by_key.items():
-        plain = by_key.get((task, n, "plain"))
-        if est != "bcg" or plain is None:
+    for bcg in rows:
+        base = plain.get((bcg["task"], bcg["num_envs"]))
+        if bcg["estimator"] != "bcg" or base is None:
             continue
         out.append({
-            "task": task, "num_envs": n,
-            "bcg_over_plain_s_per_iteration": round(bcg["s_per_iteration"] / plain["s_per_iteration"], 2),
-            "bcg_over_plain_compile_s": round(bcg["compile_s"] / plain["compile_s"], 2),
-            "bcg_over_plain_peak_rss_gb": round(bcg["peak_rss_gb"] / plain["peak_rss_gb"], 2),
+            "task": bcg["task"], "num_envs": bcg["num_envs"],
+            **({"force_threshold": bcg["force_threshold"]} if "force_threshold" in bcg else {}),
+            "bcg_over_plain_s_per_iteration": round(bcg["s_per_iteration"] / base["s_per_iteration"], 2),
+            "bcg_over_plain_compile_s": round(bcg["compile_s"] / base["compile_s"], 2),
+            "bcg_over_plain_peak_rss_gb": round(bcg["peak_rss_gb"] / base["peak_rss_gb"], 2),
         })
     return out
 
@@ -178,7 +185,8 @@ def format_table(rows: list[dict[str, Any]], ratio_rows: list[dict[str, Any]]) -
             f"{r['s_rollout_backward']:>13.3f} {r['s_critic_update']:>9.3f}"
         )
     for q in ratio_rows:
-        lines.append(f"{q['task']} x{q['num_envs']}: BCG / plain = {q['bcg_over_plain_s_per_iteration']:.2f}x per iteration, "
+        tau = f" (tau {q['force_threshold']:g} N)" if q.get("force_threshold") is not None else ""
+        lines.append(f"{q['task']} x{q['num_envs']}{tau}: BCG / plain = {q['bcg_over_plain_s_per_iteration']:.2f}x per iteration, "
                      f"{q['bcg_over_plain_compile_s']:.2f}x compile, {q['bcg_over_plain_peak_rss_gb']:.2f}x peak memory")
     return "\n".join(lines)
 
@@ -207,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--contact", choices=("soft", "default", "stiff"), default="stiff", help="contact preset (default stiff)")
     p.add_argument("--bundle-slots", type=int, nargs="+", default=None,
                    help="BCG's bundle slots M (0: every environment): one value, or one per --num-envs (default: the config's)")
+    p.add_argument("--tau", type=float, nargs="+", default=None,
+                   help="BCG's trigger force threshold in N: a BCG row for each value (default: the config's)")
     p.add_argument("--out", type=Path, default=Path("runs/bench-train/throughput.json"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     return p
@@ -230,11 +240,15 @@ def main(argv: list[str] | None = None) -> int:
         slots = slots * len(args.num_envs)
     if len(slots) != len(args.num_envs) or any(m is not None and m < 0 for m in slots):
         raise SystemExit("bcg-bench-train: --bundle-slots takes one value >= 0, or one per --num-envs")
+    if args.tau is not None and min(args.tau) < 0:
+        raise SystemExit("bcg-bench-train: --tau must be >= 0")
     from tqdm import tqdm
 
+    preset = None if args.task == HOPPER else args.preset
     specs = [
-        BenchSpec(args.task, None if args.task == HOPPER else args.preset, n, est, args.iterations, args.horizon, args.contact, m)
+        BenchSpec(args.task, preset, n, est, args.iterations, args.horizon, args.contact, m, tau)
         for n, m in zip(args.num_envs, slots) for est in args.estimators
+        for tau in ([None] if est == "plain" or args.tau is None else args.tau)
     ]
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "worker"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -246,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             tqdm.write(f"{spec.task} x{spec.num_envs} {spec.estimator}: FAILED ({row['error']})")
         else:
             rows.append(row)
-            tqdm.write(f"{spec.task} x{spec.num_envs} {spec.estimator}: {row['s_per_iteration']:.3f} s/iteration, "
+            tqdm.write(f"{spec.task} x{spec.num_envs} {spec.estimator}"
+                       f"{'' if spec.force_threshold is None else f' tau {spec.force_threshold:g} N'}: {row['s_per_iteration']:.3f} s/iteration, "
                        f"compile {row['compile_s']:.0f} s, peak {row['peak_rss_gb']:.1f} GB")
         # written after every row: a long run that dies keeps what it measured
         ratio_rows = ratios(rows)

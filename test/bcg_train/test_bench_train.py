@@ -24,6 +24,15 @@ def test_ratios_pair_bcg_with_plain_at_the_same_batch_size_only():
     assert "squat x8: BCG / plain = 2.50x per iteration" in table and len(table.splitlines()) == 2 + 3 + 1
 
 
+def test_each_trigger_threshold_gets_its_ratio_to_the_one_plain_row():
+    rows = [_row(8, "plain", 2.0), {**_row(8, "bcg", 8.0), "force_threshold": 400.0}, {**_row(8, "bcg", 3.0), "force_threshold": 800.0}]
+    low, high = ratios(rows)
+    assert (low["force_threshold"], low["bcg_over_plain_s_per_iteration"]) == (400.0, 4.0)
+    assert (high["force_threshold"], high["bcg_over_plain_s_per_iteration"]) == (800.0, 1.5)
+    table = format_table(rows, [low, high])
+    assert "squat x8 (tau 400 N): BCG / plain = 4.00x" in table and "squat x8 (tau 800 N): BCG / plain = 1.50x" in table
+
+
 def test_the_committed_throughput_run_has_the_promised_shape_and_its_own_ratios():
     data = json.loads((Path(__file__).resolve().parents[2] / "docs/results/train-throughput/throughput.json").read_text())
     assert {(r["num_envs"], r["estimator"]) for r in data["rows"]} == {(8, "plain"), (8, "bcg"), (32, "plain"), (32, "bcg")}
@@ -32,7 +41,8 @@ def test_the_committed_throughput_run_has_the_promised_shape_and_its_own_ratios(
 
 
 @pytest.mark.parametrize("argv, message", [(["--iterations", "3"], "--iterations must be >= 5"), (["--num-envs", "0"], "--num-envs must be >= 1"),
-    (["--num-envs", "8", "32", "--bundle-slots", "1", "2", "3"], "--bundle-slots takes one value")])
+    (["--num-envs", "8", "32", "--bundle-slots", "1", "2", "3"], "--bundle-slots takes one value"),
+    (["--tau", "800", "-1"], "--tau must be >= 0")])
 def test_bad_arguments_are_one_line_errors(argv, message, tmp_path):
     with pytest.raises(SystemExit, match=message):
         main(argv + ["--out", str(tmp_path / "t.json")])
