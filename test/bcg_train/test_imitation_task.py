@@ -27,9 +27,14 @@ def squat_task():
     return ImitationTask(ImitationConfig(motion="models/motions/squat.csv"), ROBOT)
 
 
+# One batch size for every reset of the squat task in this module: the reset is compiled
+# once, and the later tests (shac.init too) load it from the compilation cache.
+RESET_ENVS = 64
+
+
 def test_reset_observation_is_the_raw_state_observation(squat_task):
     task = squat_task
-    state = jax.jit(task.reset, static_argnums=1)(jax.random.PRNGKey(3), 6)
+    state = jax.jit(task.reset, static_argnums=1)(jax.random.PRNGKey(3), RESET_ENVS)
     frames = np.asarray(state.frame)
     assert len(set(frames.tolist())) > 1  # reference state initialization: random frames
     qpos = np.asarray(state.sim.sim.data.qpos)
@@ -40,7 +45,7 @@ def test_reset_observation_is_the_raw_state_observation(squat_task):
         "imu_gyro": np.asarray(state.sim.sim.data.qvel)[:, 3:6],
         "joint_pos": qpos[:, 7:],
         "joint_vel": np.asarray(state.sim.sim.data.qvel)[:, 6:],
-        "last_action": np.zeros((6, 29)),
+        "last_action": np.zeros((RESET_ENVS, 29)),
         "phase": (frames / task.num_frames)[:, None],
     }
     expected = build_observation(task.cfg.observation_spec, raw, ROBOT.default_q)
@@ -56,7 +61,7 @@ def test_domain_samples_within_configured_ranges(squat_task):
     for name, (lo, hi) in (("friction", dr.friction), ("mass_delta", dr.base_mass_delta), ("gain_scale", dr.gain_scale)):
         x = np.asarray(getattr(d, name))
         assert lo <= x.min() and x.max() <= hi and np.ptp(x) > 0.5 * (hi - lo), name
-    state = jax.jit(squat_task.reset, static_argnums=1)(jax.random.PRNGKey(0), 64)
+    state = jax.jit(squat_task.reset, static_argnums=1)(jax.random.PRNGKey(0), RESET_ENVS)
     late = np.asarray(state.late).mean()
     assert 0.25 < late < 0.75  # latency probability 0.5
     sim = squat_task.domain_sim(dataclasses.replace(state.domain, gain_scale=jnp.asarray(1.1)))
@@ -113,7 +118,7 @@ def test_a_shac_iteration_differentiates_through_the_step_with_domain_randomizat
     from bcg_train.learn.shac import SHAC
 
     assert squat_task.cfg.domain.enabled
-    shac = SHAC(squat_task, SHACConfig(num_envs=2, horizon=2, iterations=2, actor_hidden=(8,), critic_hidden=(8,),
+    shac = SHAC(squat_task, SHACConfig(num_envs=RESET_ENVS, horizon=2, iterations=2, actor_hidden=(8,), critic_hidden=(8,),
                                        critic_iterations=1, critic_minibatches=1, state_grad_clip=1.0), num_devices=1)
     state = shac.init(0)
     _, metrics = jax.eval_shape(shac.iteration, state)
