@@ -44,19 +44,24 @@ sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of every 
 # slow tests are compile-bound (XLA compiles on about one core), so they run in two
 # processes, a module per worker (test/bcg_train/conftest.py), the G1 modules on the same
 # one so two G1 compiles never share the memory. They run in the background under nice 19
-# (their log follows when the DDS scenarios are done), and the DDS scenarios, whose
+# (their log follows when the foreground work is done), and the DDS scenarios, whose
 # watchdogs and 50 Hz loops run on wall-clock time, at normal priority beside them: the
 # scheduler gives the scenarios the CPU whenever they want it, the compiles the rest.
+# AFTER_DDS (set by `make test`: colcon and the deploy check) runs in the foreground once
+# the DDS scenarios are done, still beside the compiles, instead of after them.
+AFTER_DDS ?=
 pytest: $(STAMP_FULL)           ## the slow tests (plain `pytest` runs every test in one process)
 	@log=$$(mktemp /tmp/bcg-trainer-tests-XXXXXX); \
 	nice -n 19 $(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder > $$log 2>&1 & \
 	trainer=$$!; trap 'kill $$trainer 2>/dev/null; rm -f $$log; exit 130' INT TERM; \
 	echo "pytest: the trainer's slow tests run in the background (nice 19, log $$log), the DDS scenarios now"; \
 	$(RUN) -m pytest -m slow --ignore=test/bcg_train; dds=$$?; \
+	after=0; if [ -n "$(AFTER_DDS)" ]; then echo "pytest: now, beside the trainer's slow tests: $(AFTER_DDS)"; \
+	$(AFTER_DDS); after=$$?; fi; \
 	echo "pytest: the trainer's slow tests:"; tail -n +1 -f --pid=$$trainer $$log; \
 	wait $$trainer; trainer_rc=$$?; rm -f $$log; \
-	echo "pytest: DDS scenarios exit $$dds, trainer's slow tests exit $$trainer_rc"; \
-	[ $$dds -eq 0 ] && [ $$trainer_rc -eq 0 ]
+	echo "pytest: DDS scenarios exit $$dds, AFTER_DDS exit $$after, trainer's slow tests exit $$trainer_rc"; \
+	[ $$dds -eq 0 ] && [ $$after -eq 0 ] && [ $$trainer_rc -eq 0 ]
 
 colcon-test: $(STAMP_FULL)      ## colcon build + test + test-result in a throwaway workspace
 	mkdir -p $(COLCON_WS)
@@ -73,7 +78,8 @@ deploy-check:                   ## a robot-PC install (no JAX, no torch) imports
 	.venv-deploy/bin/python -c "import importlib.util as u, sys; bad=[m for m in ('jax','torch','optax') if u.find_spec(m)]; sys.exit(f'deploy venv has {bad}' if bad else 0)"
 	.venv-deploy/bin/python -m bcg_robot.deploy_check
 
-test: pytest colcon-test deploy-check   ## the test command
+test: $(STAMP_FULL)             ## the test command: the slow tests, with colcon and the deploy check beside the compiles
+	@$(MAKE) --no-print-directory pytest AFTER_DDS="$(MAKE) --no-print-directory colcon-test deploy-check"
 
 clean-venv:
 	rm -rf $(VENV)
