@@ -26,10 +26,10 @@ TINY = SHACConfig(
 )
 
 
-def _cfg(tmp_path: Path, name: str, **shac) -> TrainConfig:
+def _cfg(tmp_path: Path, name: str, checkpoint_every: int = 1, **shac) -> TrainConfig:
     import dataclasses
 
-    return TrainConfig(shac=dataclasses.replace(TINY, **shac), run_dir=str(tmp_path / name), checkpoint_every=1, devices=1)
+    return TrainConfig(shac=dataclasses.replace(TINY, **shac), run_dir=str(tmp_path / name), checkpoint_every=checkpoint_every, devices=1)
 
 
 def _leaves(tree):
@@ -67,7 +67,8 @@ def test_one_iteration_is_finite_and_lowers_the_actor_loss():
 
 @pytest.mark.slow
 def test_training_improves_the_point_mass(tmp_path):
-    cfg = _cfg(tmp_path, "long", iterations=60, num_envs=16, horizon=16)
+    # a checkpoint (and a redraw of the curves) every 20 iterations, not every one: 60 redraws took about a minute
+    cfg = _cfg(tmp_path, "long", checkpoint_every=20, iterations=60, num_envs=16, horizon=16)
     _, _, history = train(cfg, task=PointMassTask(), progress=False)
     first = np.mean([h["reward"] for h in history[:5]])
     last = np.mean([h["reward"] for h in history[-5:]])
@@ -75,6 +76,7 @@ def test_training_improves_the_point_mass(tmp_path):
     assert (Path(cfg.run_dir) / "metrics.csv").read_text().count("\n") == 61
     assert any((Path(cfg.run_dir) / "tb").iterdir())
     assert (Path(cfg.run_dir) / "curves.png").stat().st_size > 10_000
+    assert len(list((Path(cfg.run_dir) / "checkpoints").glob("*.pkl"))) == 3
 
 
 def test_checkpoint_round_trip(tmp_path):
