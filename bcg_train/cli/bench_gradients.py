@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jax
 
+from bcg_train.bcg.config import Estimator
 from bcg_train.bench.gradient_variance import BenchSettings, check_targets, comparison_rows, run_benchmark, write_plot
 from bcg_train.sim.jax_setup import enable_compilation_cache, enable_float64
 
