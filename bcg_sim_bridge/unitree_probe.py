@@ -96,7 +96,7 @@ def _run_unitree(args, robot) -> dict:
 
 def _run_record(args) -> dict:
     """Every ``rt/lowcmd`` sample written during ``args.record`` seconds: ``[source_timestamp_s,
-    role, writer id, sequence, crc_ok]`` each (source timestamps are the writers' CLOCK_REALTIME).
+    role, writer id, crc_ok]`` each (source timestamps are the writers' CLOCK_REALTIME).
 
     No listener: a reader with a deep history is polled, so samples wait in the reader's
     cache while this process is descheduled and none is lost to a slow poll."""
@@ -122,8 +122,7 @@ def _run_record(args) -> dict:
         for msg in reader.take(4096):
             if msg.sample_info.valid_data:
                 writer = writer_from_stamp(msg.reserve)
-                samples.append([msg.sample_info.source_timestamp * 1e-9, writer.role, writer.ident,
-                                int(msg.reserve[2]), crc_ok(msg)])
+                samples.append([msg.sample_info.source_timestamp * 1e-9, writer.role, writer.ident, crc_ok(msg)])
         if last:
             break
         time.sleep(0.05)  # a tool's poll, not a control loop: the samples wait in the reader
@@ -185,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="unitree_sdk: send nothing, record every rt/lowcmd sample for this many seconds")
     parser.add_argument("--result", default="", help="write the JSON report to this file")
     args = parser.parse_args(argv)
+    if args.record > 0 and args.transport != TRANSPORT_UNITREE_SDK:
+        parser.error("--record reads rt/lowcmd over unitree_sdk: use it with --transport unitree_sdk")
     robot = load_robot_config(DEFAULT_ROBOT_CONFIG)
-    if args.record > 0 and args.transport == TRANSPORT_UNITREE_SDK:
+    if args.record > 0:
         report = _run_record(args)
     else:
         report = (_run_ros2 if args.transport == TRANSPORT_ROS2 else _run_unitree)(args, robot)

@@ -200,7 +200,7 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     samples = read_result(tmp / "lowcmd_record.json")["samples"]
     realtime_ahead = time.time() - time.monotonic()  # both clocks are system-wide: one offset maps the send times
     foreign = np.array([t for t, role, *_ in samples if role == "foreign"]) - realtime_ahead
-    sent = np.array([t for t, role, _, _, ok in samples if role == "sentinel" and ok]) - realtime_ahead
+    sent = np.array([t for t, role, _, ok in samples if role == "sentinel" and ok]) - realtime_ahead
     assert len(foreign) >= 250 and foreign[-1] - foreign[0] > 2.5, f"the recorder saw {len(foreign)} foreign writes"
     edges = np.arange(foreign[0], foreign[-1] + 1.0, 0.25)  # the writer's 3 s and 1 s after it
     sent_per_window = np.histogram(sent, bins=edges)[0]
