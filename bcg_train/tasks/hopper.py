@@ -199,6 +199,13 @@ class HopperTask:
         return jnp.min(data.geom_xpos[ids, 2] - self.sim.model.geom_size[ids, 0])
 
     def reset(self, rng: jax.Array, num_envs: int) -> HopperState:
+        """A batch of ``num_envs`` fresh environments (:meth:`_reset`), compiled as one program:
+        run eagerly (a test's or a benchmark's start), the reset otherwise dispatches op by
+        op (the hopper's, 4 environments, cold: 43 s, against 25 s as one program). Inside a
+        traced function the jit is a nested call XLA inlines."""
+        return jax.jit(self._reset, static_argnums=1)(rng, num_envs)
+
+    def _reset(self, rng: jax.Array, num_envs: int) -> HopperState:
         """A batch at the start of its episodes; the first episodes start at uniformly random
         times (phases) of an episode so the batch's landings and time limits are spread."""
         k_env, k_t, k_next = jax.random.split(rng, 3)

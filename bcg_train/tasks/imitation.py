@@ -202,6 +202,12 @@ class ImitationTask:
         return self.drive_action(jnp.zeros((frame.shape[0], self.action_size), jnp.float32), frame - 1)
 
     def reset(self, rng: jax.Array, num_envs: int) -> ImitationState:
+        """A batch of ``num_envs`` fresh environments (:meth:`_reset`), compiled as one program
+        as :meth:`bcg_train.tasks.hopper.HopperTask.reset` is (run eagerly it would dispatch op
+        by op); inside a traced function the jit is a nested call XLA inlines."""
+        return jax.jit(self._reset, static_argnums=1)(rng, num_envs)
+
+    def _reset(self, rng: jax.Array, num_envs: int) -> ImitationState:
         k_env, k_dom, k_next = jax.random.split(rng, 3)
         sim, frame, zeros, late, push = self._fresh_envs(k_env, num_envs)
         return ImitationState(
