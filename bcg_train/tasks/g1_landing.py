@@ -1,4 +1,4 @@
-"""The G1 landing problem (a drop from a height, open loop): the gradient benchmark's task and the G1 smoke tests'.
+"""The G1 landing problem (a drop from a height, open loop): the gradient benchmark's task.
 
 All contact presets of the ``train`` model share one compiled gradient: they differ only
 in per-geom ``solref`` / ``solimp`` (passed as arguments) and in the REFSAFE flag, which

@@ -28,7 +28,7 @@ def squat_task():
 
 
 # One batch size for every reset of the squat task in this module: the reset is compiled
-# once, and the later tests (shac.init too) load it from the compilation cache.
+# once, and the later tests load it from the compilation cache.
 RESET_ENVS = 64
 
 
@@ -73,7 +73,7 @@ def test_domain_samples_within_configured_ranges(squat_task):
 def test_stand_steps_rewards_and_resets():
     """Rewards, truncation, termination and simulation failures of the task's step. They do not
     depend on the gradient estimator, so the step is plain (half the program of a BCG step;
-    BCG on the G1 is test_bcg_g1_smoke's and the traced SHAC iteration's below)."""
+    SHAC + BCG on the G1, with domain randomization, is test_gpu_train_script's)."""
     enable_compilation_cache()
     cfg = ImitationConfig(domain=DomainRandomizationConfig(enabled=False), episode_length_s=0.2,
                           bcg=BCGConfig(mode=Estimator.PLAIN))
@@ -105,21 +105,3 @@ def test_stand_steps_rewards_and_resets():
     assert np.asarray(out.terminated).all() and (np.asarray(out.reward) == 0).all() and (np.asarray(after.t) == 0).all()
     assert all(np.isfinite(np.asarray(v)).all() for v in out.metrics.values())
     assert (np.asarray(out.metrics["tracking_error_m"]) < 0.5).all() and np.isfinite(np.asarray(out.obs)).all()
-
-
-
-def test_a_shac_iteration_differentiates_through_the_step_with_domain_randomization_on(squat_task):
-    """Traced, not compiled (a G1 compile takes minutes): the learner's gradient through a
-    window of steps exists with the sampled model (friction, mass, gains) in the step. With
-    the state clip (as the G1 configs train) the whole carried state is differentiated, and
-    a sampled model closed over by the guarded step's custom VJP failed here (mutation-checked).
-    The sampled model is now an explicit parameter of the guarded step."""
-    from bcg_train.learn.config import SHACConfig
-    from bcg_train.learn.shac import SHAC
-
-    assert squat_task.cfg.domain.enabled
-    shac = SHAC(squat_task, SHACConfig(num_envs=RESET_ENVS, horizon=2, iterations=2, actor_hidden=(8,), critic_hidden=(8,),
-                                       critic_iterations=1, critic_minibatches=1, state_grad_clip=1.0), num_devices=1)
-    state = shac.init(0)
-    _, metrics = jax.eval_shape(shac.iteration, state)
-    assert metrics["actor_grad_norm"].shape == () and metrics["sim_failures"].shape == ()
