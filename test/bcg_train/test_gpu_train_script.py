@@ -43,8 +43,10 @@ def test_cpu_mode_trains_within_the_time_budget_and_writes_the_figures(tmp_path)
     # guarded step and the state clip on: bundles fired, every actor update was finite and taken
     assert all(float(r["bundled"]) > 0 and float(r["bundle_overflow"]) == 0 for r in rows)
     assert all(0 < float(r["actor_grad_norm"]) < float("inf") and float(r["skipped_actor_updates"]) == 0 for r in rows)
-    task = yaml.safe_load((out / "config.yaml").read_text())["task"]
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    task = config["task"]
     assert task["domain"]["enabled"] is True and task["contact"] == "stiff" and task["bcg"]["mode"] == "bcg"
+    assert config["shac"]["state_grad_clip"] > 0
     assert (out / "curves.png").stat().st_size > 0 and (out / "config.yaml").is_file()
     assert sorted(p.name for p in (out / "run" / "checkpoints").glob("*.pkl")) == ["000001.pkl", "000002.pkl"]
     assert "gpu_train: " in done.stdout and (out / "train.log").is_file()
