@@ -37,6 +37,7 @@ class RealtimePacer:
         self._start = time.monotonic()
         self._origin = self._start  # wall time of step ``_anchor_step``
         self._anchor_step = 0
+        self.lag_s = 0.0  # how late the last step ended (> 0: behind the schedule)
 
     def wait_next(self) -> None:
         """Block until the next step is due (returns at once when running as fast as possible)."""
@@ -48,6 +49,7 @@ class RealtimePacer:
             return
         due = self._origin + (self.stats.steps - self._anchor_step) * self.period / self.factor
         lag = now - due
+        self.lag_s = lag
         if lag > 0:
             self.stats.overruns += 1
             self.stats.max_lag_s = max(self.stats.max_lag_s, lag)
@@ -57,3 +59,29 @@ class RealtimePacer:
                 self._origin = now
             return
         self.stop_event.wait(-lag)
+
+
+@dataclasses.dataclass
+class StateSchedule:
+    """Which physics steps publish the robot's state: every ``decimation``-th, except that a
+    loop running more than ``max_lag_s`` behind real time skips a due publication (at most
+    ``max_skips`` in a row), so that on an overloaded machine the simulated robot keeps the
+    wall clock and its state stream thins out, instead of the whole robot slowing down.
+    The state's age at the node stays bounded by ``(max_skips + 1) * decimation`` steps.
+    Skipped publications are counted (``skipped``)."""
+
+    decimation: int
+    max_lag_s: float
+    max_skips: int = 3
+    skipped: int = 0
+    _in_a_row: int = 0
+
+    def publishes(self, step: int, lag_s: float) -> bool:
+        if step % self.decimation:
+            return False
+        if lag_s > self.max_lag_s and self._in_a_row < self.max_skips:
+            self._in_a_row += 1
+            self.skipped += 1
+            return False
+        self._in_a_row = 0
+        return True

@@ -135,3 +135,27 @@ def test_pacer_never_runs_ahead_of_real_time():
         pacer.wait_next()
     assert time.monotonic() - t0 >= 0.2 - 0.002
     assert pacer.stats.sim_s == pytest.approx(0.2)
+    assert pacer.lag_s <= 0.0  # waited: on schedule
+
+
+def test_pacer_reports_how_far_behind_a_slow_step_left_it():
+    import time
+
+    from bcg_sim_bridge.pacing import RealtimePacer
+
+    pacer = RealtimePacer(0.002)
+    time.sleep(0.03)  # a step that took 15 periods
+    pacer.wait_next()
+    assert pacer.lag_s == pytest.approx(0.028, abs=0.01) and pacer.stats.overruns == 1
+
+
+def test_a_bridge_behind_real_time_thins_its_state_stream_with_a_bounded_gap():
+    from bcg_sim_bridge.pacing import StateSchedule
+
+    on_time = StateSchedule(decimation=2, max_lag_s=0.004)
+    assert [k for k in range(1, 13) if on_time.publishes(k, lag_s=0.0)] == [2, 4, 6, 8, 10, 12]
+    behind = StateSchedule(decimation=2, max_lag_s=0.004, max_skips=3)
+    published = [k for k in range(1, 25) if behind.publishes(k, lag_s=0.05)]
+    assert published == [8, 16, 24]  # three due publications skipped, the fourth sent: never a longer gap
+    assert behind.skipped == 9
+    assert behind.publishes(26, lag_s=0.004) and behind.skipped == 9  # at the threshold: not behind
