@@ -47,12 +47,16 @@ sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of every 
 # (their log follows when the foreground work is done), and the DDS scenarios, whose
 # watchdogs and 50 Hz loops run on wall-clock time, at normal priority beside them: the
 # scheduler gives the scenarios the CPU whenever they want it, the compiles the rest.
+# With the kernel's autogroups (Debian's default), nice only ranks processes within one
+# session, and the scenarios' bridge, node and sentinel each start a session of their
+# own: so the compiles get a session of their own too, its autogroup at nice 19.
 # AFTER_DDS (set by `make test`: colcon and the deploy check) runs in the foreground once
 # the DDS scenarios are done, still beside the compiles, instead of after them.
 AFTER_DDS ?=
 pytest: $(STAMP_FULL)           ## the slow tests (plain `pytest` runs every test in one process)
 	@log=$$(mktemp /tmp/bcg-trainer-tests-XXXXXX); \
-	nice -n 19 $(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder > $$log 2>&1 & \
+	setsid sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$$@"' trainer \
+		$(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder > $$log 2>&1 & \
 	trainer=$$!; trap 'kill $$trainer 2>/dev/null; rm -f $$log; exit 130' INT TERM; \
 	echo "pytest: the trainer's slow tests run in the background (nice 19, log $$log), the DDS scenarios now"; \
 	$(RUN) -m pytest -m slow --ignore=test/bcg_train; dds=$$?; \
