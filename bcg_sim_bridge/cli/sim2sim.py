@@ -13,7 +13,7 @@ scenarios for every ``models/*.onnx`` in turn (a report section and subfolder ea
 Exit status 1 on a fall, an unexpected trip or a scenario that did not end as expected
 (for any policy); 2 on bad input (a policy, a reference clip: before any process
 starts); 3 when only the test rig failed (a probe that left no report: a harness error,
-retried under ``--attempts``).
+retried under ``--attempts``, as are attempts whose bridge ran below 0.9x real time).
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(needs CAP_SYS_NICE, as real-time priority does on a robot PC)")
     p.add_argument("--attempts", type=int, default=1,
                    help="re-run a scenario spoiled by a watchdog trip BEFORE its injection (e.g. stale state on an "
-                        "overloaded machine) or by a harness error up to this many times in all; spoiled attempts "
-                        "stay in the report")
+                        "overloaded machine), by a harness error or by a bridge that ran below 0.9x real time, up to "
+                        "this many times in all; spoiled attempts stay in the report")
     p.add_argument("--ros-domain", type=int, default=-1, help="ROS_DOMAIN_ID for the run (default: env or random)")
     p.add_argument("--soak", type=float, default=0.0, metavar="SECONDS",
                    help="instead of the scenarios: run the policy this long per interface and report missed deadlines, "
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_policy(opts, run: PolicyRun, args: argparse.Namespace, interfaces, header: dict, report) -> dict:
     """The scenarios of one policy, its report in ``opts.out_dir``; a section of the run (exit code, verdict, results)."""
-    from bcg_sim_bridge.sim2sim.runner import run_scenario
+    from bcg_sim_bridge.sim2sim.runner import retry_reason, run_scenario
     from bcg_sim_bridge.sim2sim.video import render_video
 
     out = opts.out_dir
@@ -239,10 +239,11 @@ def _run_policy(opts, run: PolicyRun, args: argparse.Namespace, interfaces, head
         spoiled = []
         for attempt in range(max(1, args.attempts)):
             result = run_scenario(opts, scenario, itf, attempt)
-            retry = result.get("spoiled_before_injection") or result.get("harness_error")
-            if result.get("passed") or not retry or attempt + 1 >= args.attempts:
+            why = retry_reason(result)
+            if not why or attempt + 1 >= args.attempts:
                 break
-            spoiled.append({k: result.get(k) for k in ("observed", "error", "harness_error", "unexpected_trips", "log_dir")})
+            spoiled.append({"why": why, **{k: result.get(k) for k in ("observed", "error", "harness_error",
+                                                                       "unexpected_trips", "log_dir")}})
         result["spoiled_attempts"] = spoiled
         result["policy"] = str(run.path)
         results.append(result)

@@ -23,6 +23,29 @@ SENTINEL_MODULE = "bcg_policy_node.sentinel.sentinel_node"
 PROBE_MODULE = "bcg_sim_bridge.unitree_probe"
 
 
+def machine_cpu_times(path: str = "/proc/stat") -> tuple[int, ...] | None:
+    """The machine's CPU time counters (user, nice, system, idle, iowait, irq, softirq,
+    steal), in clock ticks; None where /proc/stat cannot be read."""
+    try:
+        with open(path) as f:
+            fields = f.readline().split()
+        return tuple(int(x) for x in fields[1:9])
+    except (OSError, ValueError):
+        return None
+
+
+def machine_cpu_use(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> dict[str, float]:
+    """Between two :func:`machine_cpu_times`: the share of all CPU time that was busy
+    and the share the hypervisor took (steal: the virtual machine's CPUs not running)."""
+    if before is None or after is None:
+        return {}
+    delta = [b - a for a, b in zip(before, after)]
+    total = sum(delta)
+    if total <= 0:
+        return {}
+    return {"busy": round(1 - (delta[3] + delta[4]) / total, 3), "steal": round(delta[7] / total, 3)}
+
+
 def ros_args(params: dict) -> list[str]:
     """``--ros-args -p key:=value ...`` for a node started by module."""
     return ["--ros-args", *parameter_args(params)]

@@ -58,10 +58,18 @@ def markdown(results: list[dict], header: dict, title: str = "Sim-to-sim report"
             lines.append(f"- error: {r['error']}")
         if r.get("harness_error"):
             lines.append(f"- harness error: {r['harness_error']}")
+        if r.get("machine_cpu"):
+            m = r["machine_cpu"]
+            lines.append(f"- machine during the run: CPU {100 * m['busy']:.0f} % busy, {100 * m['steal']:.0f} % stolen "
+                         "by the hypervisor")
+        skipped = (r.get("bridge_counters") or {}).get("states_skipped_behind", 0)
+        if skipped:
+            lines.append(f"- the bridge ran behind real time and skipped {skipped} of its state publications "
+                         f"(sent {r['bridge_counters'].get('states_sent', '?')})")
         if r.get("unexpected_trips"):
             lines.append(f"- unexpected trips: {r['unexpected_trips']}")
         for a in r.get("spoiled_attempts", []):
-            why = a.get("harness_error") or "a watchdog tripped before the injection"
+            why = a.get("why") or a.get("harness_error") or "a watchdog tripped before the injection"
             lines.append(f"- discarded attempt ({why}): {a.get('observed')} [{a.get('log_dir')}]")
         lines.append("- timeline: " + "; ".join(f"{e['t']:.2f}s {e['source']}: {e['text']}" for e in r.get("timeline", [])))
         lines.append("")

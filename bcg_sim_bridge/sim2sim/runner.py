@@ -22,7 +22,7 @@ from bcg_sim_bridge.physics import DriveMode
 from bcg_sim_bridge.policies import nan_policy
 from bcg_sim_bridge.sim2sim import analysis
 from bcg_sim_bridge.sim2sim.driver import DriverError, Sim2SimDriver
-from bcg_sim_bridge.harness.processes import ProcessGroup
+from bcg_sim_bridge.harness.processes import ProcessGroup, machine_cpu_times, machine_cpu_use
 from bcg_sim_bridge.sim2sim.scenarios import Scenario
 from bcg_sim_bridge.unitree_probe import read_result
 
@@ -56,6 +56,30 @@ def _pause(seconds: float) -> None:
 
 
 FOREIGN_COMMANDS = 100  # 1 s at 100 Hz
+
+# Below this real-time factor the bridge could not simulate the robot in real time: the
+# machine, not the robot's code, was the bottleneck (on a shared 2-core machine beside
+# compiles). The node's watchdogs then judge a slowed robot, so the attempt is retried.
+MIN_REALTIME_FACTOR = 0.9
+
+
+def retry_reason(result: dict) -> str:
+    """Why an attempt says nothing about the policy or its safety layer ('' when it does):
+    a watchdog tripped before the injection, the test rig failed, or the bridge ran
+    below real time. A passed attempt is never retried."""
+    if result.get("passed"):
+        return ""
+    if result.get("harness_error"):
+        return result["harness_error"]
+    if result.get("spoiled_before_injection"):
+        return "a watchdog tripped before the injection"
+    rtf = result.get("bridge_timing_ms", {}).get("realtime_factor")
+    if rtf is not None and rtf < MIN_REALTIME_FACTOR:
+        machine = result.get("machine_cpu") or {}
+        use = (f" (CPU {100 * machine['busy']:.0f} % busy, {100 * machine['steal']:.0f} % stolen by the hypervisor)"
+               if machine else "")
+        return f"the bridge ran at {rtf:.2f}x real time (< {MIN_REALTIME_FACTOR}): the machine was overloaded{use}"
+    return ""
 
 
 def _start_probe(opts: RunOptions, group: ProcessGroup, scen_dir: Path, transport: str, *args: str) -> subprocess.Popen:
@@ -163,6 +187,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     group = ProcessGroup(scen_dir / "logs", {"ROS_DOMAIN_ID": str(opts.ros_domain),
                                              "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}, nice=opts.nice)
     marks: dict[str, float] = {"start": time.monotonic()}
+    cpu_before = machine_cpu_times()
     error = ""
     extra: dict = {}
     for spec in specs:
@@ -174,6 +199,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
         error = str(err)
     finally:
         cpu_share = group.cpu_share()
+        machine = machine_cpu_use(cpu_before, machine_cpu_times())
         driver.close()
         events, timing = driver.events(), list(driver.timing)
         final_node_state, final_sentinel = driver.node_state, driver.sentinel_state
@@ -184,7 +210,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     result = {
         "scenario": scenario.name, "interface": interface, "attempt": attempt,
         "spoiled_before_injection": bool(early_trips), "early_trips": early_trips, "injects": scenario.injects, "expected": scenario.expected,
-        "error": error, "harness_error": harness_error, "exit_codes": exit_codes, "cpu_share": cpu_share, "load_average": os.getloadavg()[0], "final_node_state": final_node_state,
+        "error": error, "harness_error": harness_error, "exit_codes": exit_codes, "cpu_share": cpu_share, "machine_cpu": machine, "load_average": os.getloadavg()[0], "final_node_state": final_node_state,
         "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
     }

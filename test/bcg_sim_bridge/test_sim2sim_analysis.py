@@ -34,3 +34,34 @@ def test_percentiles_ignore_non_finite_samples():
 def test_drive_modes_are_stable_codes():
     # the bridge log stores these integers; reports decode them by name
     assert [m.value for m in DriveMode] == [0, 1, 2, 3]
+
+
+def test_an_attempt_is_retried_only_when_it_says_nothing_about_the_safety_layer():
+    from bcg_sim_bridge.sim2sim.runner import retry_reason
+
+    real_time = {"bridge_timing_ms": {"realtime_factor": 0.98}}
+    assert retry_reason({"passed": False, **real_time}) == ""  # a real failure is reported, not retried
+    assert retry_reason({"passed": True, "spoiled_before_injection": True}) == ""
+    assert "before the injection" in retry_reason({"passed": False, "spoiled_before_injection": True, **real_time})
+    assert retry_reason({"passed": False, "harness_error": "probe did not finish"}) == "probe did not finish"
+    slow = retry_reason({"passed": False, "bridge_timing_ms": {"realtime_factor": 0.71}})
+    assert "0.71x real time" in slow and "overloaded" in slow
+    stolen = retry_reason({"passed": False, "bridge_timing_ms": {"realtime_factor": 0.5},
+                           "machine_cpu": {"busy": 0.99, "steal": 0.31}})
+    assert "99 % busy, 31 % stolen by the hypervisor" in stolen
+    assert retry_reason({"passed": False, "error": "policy node did not reach HOLD"}) == ""  # no bridge log: no figure
+
+
+def test_machine_cpu_use_reads_busy_and_stolen_shares_from_proc_stat(tmp_path):
+    from bcg_sim_bridge.harness.processes import machine_cpu_times, machine_cpu_use
+
+    stat = tmp_path / "stat"
+    #                  user nice system idle iowait irq softirq steal
+    stat.write_text("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3\n")
+    before = machine_cpu_times(str(stat))
+    stat.write_text("cpu  400 100 50 900 50 0 0 200 0 0\n")
+    use = machine_cpu_use(before, machine_cpu_times(str(stat)))
+    assert use == {"busy": 0.857, "steal": 0.286}  # 600 of 700 ticks busy, 200 stolen
+    assert machine_cpu_times(str(tmp_path / "missing")) is None and machine_cpu_use(None, before) == {}
+    real = machine_cpu_times()
+    assert real is None or len(real) == 8

@@ -5,7 +5,9 @@ Each CLI run is one subprocess (it owns rclpy and the SDK's channel factory). On
 stale-state watchdog (3 periods = 60 ms) before any fault is injected. The tests therefore
 run with ``--stale-periods 10`` (200 ms, reported in the report's header) and a 500 ms
 dropout, and ``--attempts 3`` re-runs a scenario only when a watchdog tripped BEFORE the
-injection; the report keeps those attempts and the assertions are on the final one.
+injection or the bridge ran below 0.9x real time (the machine, not the safety layer, failed:
+stop 27's CI saw 0.71x, and three SDK scenarios failed); the report keeps those
+attempts, with the machine's busy and stolen CPU, and the assertions are on the final one.
 The production threshold is what ``make sim2sim`` uses.
 """
 
