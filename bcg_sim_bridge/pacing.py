@@ -67,7 +67,7 @@ class StateSchedule:
     loop running more than ``max_lag_s`` behind real time skips a due publication (at most
     ``max_skips`` in a row), so that on an overloaded machine the simulated robot keeps the
     wall clock and its state stream thins out, instead of the whole robot slowing down.
-    The state's age at the node stays bounded by ``(max_skips + 1) * decimation`` steps.
+    Two published states are at most ``(max_skips + 1) * decimation`` physics steps apart.
     Skipped publications are counted (``skipped``)."""
 
     decimation: int
