@@ -35,15 +35,15 @@ def machine_cpu_times(path: str = "/proc/stat") -> tuple[int, ...] | None:
 
 
 def machine_cpu_use(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> dict[str, float]:
-    """Between two :func:`machine_cpu_times`: the share of all CPU time that was busy
-    and the share the hypervisor took (steal: the virtual machine's CPUs not running)."""
+    """Between two :func:`machine_cpu_times`: the share of all CPU time that ran work here
+    (busy) and the share the hypervisor took (steal: the virtual machine's CPUs not running)."""
     if before is None or after is None:
         return {}
     delta = [b - a for a, b in zip(before, after)]
     total = sum(delta)
     if total <= 0:
         return {}
-    return {"busy": round(1 - (delta[3] + delta[4]) / total, 3), "steal": round(delta[7] / total, 3)}
+    return {"busy": round(1 - (delta[3] + delta[4] + delta[7]) / total, 3), "steal": round(delta[7] / total, 3)}
 
 
 def ros_args(params: dict) -> list[str]:

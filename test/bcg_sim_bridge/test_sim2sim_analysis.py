@@ -61,7 +61,7 @@ def test_machine_cpu_use_reads_busy_and_stolen_shares_from_proc_stat(tmp_path):
     before = machine_cpu_times(str(stat))
     stat.write_text("cpu  400 100 50 900 50 0 0 200 0 0\n")
     use = machine_cpu_use(before, machine_cpu_times(str(stat)))
-    assert use == {"busy": 0.857, "steal": 0.286}  # 600 of 700 ticks busy, 200 stolen
+    assert use == {"busy": 0.571, "steal": 0.286}  # of 700 ticks: 400 ran work here, 200 stolen, 100 idle
     assert machine_cpu_times(str(tmp_path / "missing")) is None and machine_cpu_use(None, before) == {}
     real = machine_cpu_times()
     assert real is None or len(real) == 8
