@@ -91,3 +91,43 @@ def training_curves_figure(data: dict[str, list[float]], title: str):
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def run_comparison_figure(runs: dict[str, Path], smoothing: int = 25):
+    """Runs side by side, one line each (label -> run folder holding ``metrics.csv`` and
+    ``select/checkpoints.csv``): the training reward (trailing mean of ``smoothing``
+    iterations) by iteration and by wall time, and the falls and E_track of the
+    checkpoints the selection judged."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
+    for label, folder in runs.items():
+        m, sel = read_metrics(Path(folder) / "metrics.csv"), read_metrics(Path(folder) / "select" / "checkpoints.csv")
+        reward = trailing_mean(m["reward"], smoothing)
+        axes[0].plot(m["iteration"], reward, label=label)
+        axes[1].plot([w / 60 for w in m["wall_s"]], reward, label=label)
+        axes[2].plot(sel["iteration"], sel["falls"], "o-", label=label)
+        axes[3].plot(sel["iteration"], sel["e_track_cm"], "o-", label=label)
+    axes[0].set(xlabel="iteration", ylabel=f"reward per step (trailing mean of {smoothing})", title="training reward")
+    axes[1].set(xlabel="wall time (min, compile included)", ylabel=f"reward per step (trailing mean of {smoothing})",
+                title="by wall time")
+    axes[2].set(xlabel="iteration", ylabel="falls of 20", title="falls, selection seeds (DR on)")
+    axes[3].set(xlabel="iteration", ylabel="cm", title="E_track, selection seeds")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_run_comparison(runs: dict[str, Path], out_png: Path) -> Path:
+    """:func:`run_comparison_figure` saved as ``out_png``."""
+    fig = run_comparison_figure(runs)
+    import matplotlib.pyplot as plt
+
+    fig.savefig(out_png, dpi=100)
+    plt.close(fig)
+    return out_png

@@ -88,3 +88,26 @@ def test_trailing_mean_skips_non_finite_values():
     assert trailing_mean([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
     out = trailing_mean([math.nan, 2.0, math.inf, 4.0], 3)
     assert math.isnan(out[0]) and out[1:] == [2.0, 2.0, 3.0]
+
+
+def test_runs_are_compared_on_reward_and_on_the_selection_checkpoints(tmp_path):
+    from bcg_train.learn.curves import plot_run_comparison, run_comparison_figure
+
+    runs = {}
+    for label, falls in (("a", [6, 2]), ("b", [5, 11])):
+        run = tmp_path / label
+        (run / "select").mkdir(parents=True)
+        (run / "metrics.csv").write_text("iteration,reward,wall_s\n" + "".join(f"{i},{0.5 + 0.01 * i},{60.0 * i}\n"
+                                                                              for i in range(1, 5)))
+        (run / "select" / "checkpoints.csv").write_text(
+            "iteration,falls,seeds,e_track_cm,root_z_cm\n" + "".join(f"{50 * (k + 1)},{f},20,1.9,2.0\n"
+                                                                     for k, f in enumerate(falls)))
+        runs[label] = run
+    fig = run_comparison_figure(runs, smoothing=2)
+    reward, by_wall, falls, e_track = fig.axes
+    assert [len(ax.lines) for ax in fig.axes] == [2, 2, 2, 2]
+    np.testing.assert_allclose(reward.lines[0].get_ydata(), [0.51, 0.515, 0.525, 0.535])  # trailing mean of 2
+    np.testing.assert_allclose(by_wall.lines[0].get_xdata(), [1, 2, 3, 4])  # minutes
+    assert list(falls.lines[1].get_ydata()) == [5, 11] and list(falls.lines[1].get_xdata()) == [50, 100]
+    plt.close(fig)
+    assert plot_run_comparison(runs, tmp_path / "c.png").stat().st_size > 10_000
