@@ -34,7 +34,7 @@ from bcg_robot.errors import BCGInputError
 from bcg_robot.wire import TRANSPORT_ROS2, LowCommand
 from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, BridgeConfig
-from bcg_sim_bridge.pacing import RealtimePacer, StateSchedule
+from bcg_sim_bridge.pacing import RealtimePacer, StateThinning
 from bcg_sim_bridge.physics import BridgePhysics
 from bcg_sim_bridge.recorder import TrajectoryRecorder
 from bcg_sim_bridge.state_faults import StateFaultInjector
@@ -143,29 +143,34 @@ class SimBridgeNode(Node):
         self._status_pub.publish(String(data=json.dumps(status)))
 
     # ------------------------------------------------------------------- loop
+    def _publish_state(self) -> None:
+        """The robot's state as the interface sends it, with the injected state faults."""
+        physics = self.physics
+        with self._faults_lock:
+            dropped = physics.sim_time < self._dropout_until
+            corrupt = physics.sim_time < self._corrupt_until
+        state, injected_corrupt = self.injector.apply(physics.snapshot(), time.monotonic())
+        if state is not None and not dropped:
+            self.interface.publish_state(state, corrupt_crc=corrupt or injected_corrupt)
+            self.injector.published(state, time.monotonic())
+
     def run(self) -> None:
         cfg, physics = self.cfg, self.physics
         pacer = RealtimePacer(cfg.physics_dt, cfg.realtime_factor, stop_event=self.stop_event)
         self.pacer = pacer
         total = int(round(cfg.duration_s / cfg.physics_dt)) if cfg.duration_s > 0 else None
         clock = Clock()
-        # behind by more than two physics steps: skip a state publication (see StateSchedule)
-        schedule = StateSchedule(cfg.state_decimation, max_lag_s=2 * cfg.physics_dt)
+        thinning = StateThinning(max_lag_s=2 * cfg.physics_dt)  # behind by more than two physics steps
         k = 0
         while not self.stop_event.is_set() and (total is None or k < total):
             t0 = time.perf_counter()
             physics.step()
             k += 1
-            if schedule.publishes(k, pacer.lag_s if cfg.realtime_factor > 0 else 0.0):
-                with self._faults_lock:
-                    dropped = physics.sim_time < self._dropout_until
-                    corrupt = physics.sim_time < self._corrupt_until
-                state, injected_corrupt = self.injector.apply(physics.snapshot(), time.monotonic())
-                if state is not None and not dropped:
-                    self.interface.publish_state(state, corrupt_crc=corrupt or injected_corrupt)
-                    self.injector.published(state, time.monotonic())
-            elif k % cfg.state_decimation == 0:
-                self.interface.counters.add("states_skipped_behind")
+            if k % cfg.state_decimation == 0:
+                if thinning.skip(pacer.lag_s):  # lag_s stays 0 when unpaced
+                    self.interface.counters.add("states_skipped_behind")
+                else:
+                    self._publish_state()
             if self._clock_pub is not None:
                 clock.clock = Time(nanoseconds=int(physics.sim_time * 1e9)).to_msg()
                 self._clock_pub.publish(clock)

@@ -22,7 +22,7 @@ class InterfaceCounters:
     disabled_motor_cmds: int = 0  # accepted commands that disabled one of the robot's motors (zero torque there)
     malformed: int = 0
     states_sent: int = 0
-    states_skipped_behind: int = 0  # due state publications the loop skipped while behind real time (pacing.StateSchedule)
+    states_skipped_behind: int = 0  # due state publications the loop skipped while behind real time (pacing.StateThinning)
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, field: str, n: int = 1) -> None:

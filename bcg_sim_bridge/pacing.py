@@ -62,26 +62,20 @@ class RealtimePacer:
 
 
 @dataclasses.dataclass
-class StateSchedule:
-    """Which physics steps publish the robot's state: every ``decimation``-th, except that a
-    loop running more than ``max_lag_s`` behind real time skips a due publication (at most
-    ``max_skips`` in a row), so that on an overloaded machine the simulated robot keeps the
-    wall clock and its state stream thins out, instead of the whole robot slowing down.
-    Two published states are at most ``(max_skips + 1) * decimation`` physics steps apart.
-    Skipped publications are counted (``skipped``)."""
+class StateThinning:
+    """Whether the bridge skips a due state publication: yes while its loop runs more than
+    ``max_lag_s`` behind real time, but never more than ``max_skips`` in a row. On an
+    overloaded machine the simulated robot so keeps the wall clock and its state stream
+    thins out, instead of the whole robot slowing down; two published states are at most
+    ``max_skips + 1`` publication periods apart."""
 
-    decimation: int
     max_lag_s: float
     max_skips: int = 3
-    skipped: int = 0
     _in_a_row: int = 0
 
-    def publishes(self, step: int, lag_s: float) -> bool:
-        if step % self.decimation:
-            return False
+    def skip(self, lag_s: float) -> bool:
         if lag_s > self.max_lag_s and self._in_a_row < self.max_skips:
             self._in_a_row += 1
-            self.skipped += 1
-            return False
+            return True
         self._in_a_row = 0
-        return True
+        return False

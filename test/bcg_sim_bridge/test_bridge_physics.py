@@ -150,12 +150,11 @@ def test_pacer_reports_how_far_behind_a_slow_step_left_it():
 
 
 def test_a_bridge_behind_real_time_thins_its_state_stream_with_a_bounded_gap():
-    from bcg_sim_bridge.pacing import StateSchedule
+    from bcg_sim_bridge.pacing import StateThinning
 
-    on_time = StateSchedule(decimation=2, max_lag_s=0.004)
-    assert [k for k in range(1, 13) if on_time.publishes(k, lag_s=0.0)] == [2, 4, 6, 8, 10, 12]
-    behind = StateSchedule(decimation=2, max_lag_s=0.004, max_skips=3)
-    published = [k for k in range(1, 25) if behind.publishes(k, lag_s=0.05)]
-    assert published == [8, 16, 24]  # three due publications skipped, the fourth sent: never a longer gap
-    assert behind.skipped == 9
-    assert behind.publishes(26, lag_s=0.004) and behind.skipped == 9  # at the threshold: not behind
+    on_time = StateThinning(max_lag_s=0.004)
+    assert not any(on_time.skip(lag_s=0.0) for _ in range(6))
+    behind = StateThinning(max_lag_s=0.004, max_skips=3)
+    skipped = [behind.skip(lag_s=0.05) for _ in range(12)]
+    assert skipped == [True, True, True, False] * 3  # three due publications skipped, the fourth sent: never a longer gap
+    assert not behind.skip(lag_s=0.004)  # at the threshold: not behind
