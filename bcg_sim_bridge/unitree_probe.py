@@ -149,10 +149,22 @@ def _run_ros2(args, robot) -> dict:
         good = command_message(LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array))
         first = _paced([good] * args.good, args.rate, pub.publish)
         time.sleep(0.2)
-        return {"sent_good": args.good, "sent_bad": 0, "subscribers": pub.get_subscription_count(), "first_sent_at": first}
+        return {"sent_good": args.good, "sent_bad": 0, "subscribers": pub.get_subscription_count(), "first_sent_at": first,
+                "publisher_gid": _own_publisher_gid(node, COMMAND_TOPIC)}
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+def _own_publisher_gid(node, topic: str) -> str:
+    """This node's publisher on ``topic`` as the ROS graph names it (its endpoint GID, as
+    ``gid_text`` prints it): a receiver that has not yet learnt this node's name can only name the GID."""
+    from bcg_policy_node.interfaces.ros2_interface import gid_text
+
+    for info in node.get_publishers_info_by_topic(topic):
+        if info.node_name == node.get_name() and info.node_namespace == node.get_namespace():
+            return gid_text(bytes(info.endpoint_gid))
+    return ""
 
 
 def write_result(path: Path, report: dict) -> None:

@@ -57,6 +57,11 @@ def command_message(command: LowCommand) -> Float64MultiArray:
     return msg
 
 
+def gid_text(gid: bytes) -> str:
+    """An endpoint GID as rclpy's ``TopicEndpointInfo`` (and so ``ros2 topic info -v``) prints it."""
+    return ".".join(f"{b:02x}" for b in gid)
+
+
 def parse_tick(frame_id: str, stamp_ns: int) -> int:
     """The bridge's tick from ``frame_id`` (``tick:N``); the stamp in ns when absent."""
     if frame_id.startswith(TICK_FRAME_PREFIX):
@@ -169,10 +174,11 @@ class Ros2RobotInterface:
 
     def _writer(self, gid: bytes) -> CommandWriter:
         """Who published: looked up in the ROS graph once per publisher (again while the
-        graph does not know its node's name yet: then it is an unidentified foreign writer)."""
+        graph does not know its node's name yet: then it is an unidentified foreign writer, named
+        by its GID as ``ros2 topic info --verbose`` prints it)."""
         writer = self._writers.get(gid)
         if writer is None:
-            writer = CommandWriter("foreign", f"unidentified publisher {gid.hex()[:12]}")
+            writer = CommandWriter("foreign", f"unidentified publisher {gid_text(gid)}")
             for info in self._node.get_publishers_info_by_topic(COMMAND_TOPIC):
                 if bytes(info.endpoint_gid) == gid:
                     name = info.node_name
