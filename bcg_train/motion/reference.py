@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -64,10 +65,11 @@ class ReferenceMotion:
         return v
 
 
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack(
+def quat_mul(a: Any, b: Any, xp: Any = np) -> Any:
+    """Hamilton product ``a b`` of quaternions ``w x y z`` (leading axes broadcast; numpy or jax.numpy)."""
+    aw, ax, ay, az = xp.moveaxis(a, -1, 0)
+    bw, bx, by, bz = xp.moveaxis(b, -1, 0)
+    return xp.stack(
         [
             aw * bw - ax * bx - ay * by - az * bz,
             aw * bx + ax * bw + ay * bz - az * by,

@@ -10,6 +10,9 @@ from bcg_train.bcg.config import BCGConfig
 from bcg_train.sim.bounds import SimBounds
 
 
+REFERENCE_FRAMES = ("world", "heading")  # what rewards compare against (bcg_train.tasks.rewards)
+
+
 @dataclasses.dataclass(frozen=True)
 class RewardTerm:
     """``weight * exp(-error / sigma)`` for tracking terms; ``weight * error`` for penalties."""
@@ -77,6 +80,10 @@ class ImitationConfig:
     # clip's joint positions one step ahead: feed-forward, the policy learns the correction;
     # bcg_robot.action_offset)
     action_offset: str = "default_pose"
+    # what the rewards and termination compare against: the reference as recorded (world), or
+    # re-anchored each step onto the robot's root position and heading (heading: a push
+    # that moves or turns the robot is no tracking error; bcg_train.tasks.rewards)
+    reference_frame: str = "world"
     bcg: BCGConfig = BCGConfig()
     rewards: RewardConfig = RewardConfig()
     termination: TerminationConfig = TerminationConfig()
@@ -86,6 +93,8 @@ class ImitationConfig:
     def validate(self) -> None:
         check_observation_spec(self.observation_spec)
         check_action_offset(self.action_offset)
+        if self.reference_frame not in REFERENCE_FRAMES:
+            raise ValueError(f"reference_frame: unknown '{self.reference_frame}' ({' | '.join(REFERENCE_FRAMES)})")
         self.sim_bounds.validate()
         if "phase_sin_cos" not in self.observation_spec:
             raise ValueError("observation_spec: an imitation policy needs 'phase_sin_cos'")

@@ -49,7 +49,7 @@ from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.env import MjxSim
 from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
 from bcg_train.tasks.config import ImitationConfig
-from bcg_train.tasks.rewards import TrackedState, key_body_error, reward_terms, terminated
+from bcg_train.tasks.rewards import TrackedState, key_body_error, reference_in_frame, reward_terms, terminated
 
 
 def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
@@ -268,10 +268,11 @@ class ImitationTask:
             state, sim=sim, frame=frame, t=t, last_action=action, pending_action=drive, push_countdown=push_countdown
         )
         robot = self.tracked(stepped)
-        terms = reward_terms(self.cfg.rewards, robot, ref, action, state.last_action, xp=jnp)
+        target = reference_in_frame(self.cfg.reference_frame, ref, robot, xp=jnp)
+        terms = reward_terms(self.cfg.rewards, robot, target, action, state.last_action, xp=jnp)
         terms = {name: jnp.where(failed, 0.0, value) for name, value in terms.items()}
         reward = sum(terms.values())
-        done_term = terminated(self.cfg.termination, robot, ref, xp=jnp) | failed
+        done_term = terminated(self.cfg.termination, robot, target, xp=jnp) | failed
         done_trunc = (t >= self.episode_steps) & ~done_term
         terminal_obs = self.observe(stepped)
 

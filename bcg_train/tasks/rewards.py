@@ -12,6 +12,12 @@ Tracking terms are ``weight * exp(-error / sigma)`` with
 and penalties are ``weight * error`` with ``action_rate`` the sum of squared action
 changes and ``alive`` a constant 1 (positive weight: a bonus per step alive). Every
 function works on one environment or a batch (leading axes) with ``xp`` numpy or jax.numpy.
+
+The reference is compared in the world frame, or (task ``reference_frame: heading``)
+re-anchored every step onto the robot's root: moved horizontally to the robot's root and
+turned about the vertical to its heading (:func:`anchor_to_heading`). Then a push that
+moves or turns the robot is not a tracking error, as it is not for E_track; the root's
+height, tilt, velocities and the posture still are.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from bcg_train.tasks.config import RewardConfig, TerminationConfig
+from bcg_train.motion.reference import quat_mul
+from bcg_train.tasks.config import REFERENCE_FRAMES, RewardConfig, TerminationConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +61,41 @@ def tracking_errors(robot: TrackedState, ref: TrackedState, xp: Any = np) -> dic
         "root_vel": sq(robot.root_lin_vel, ref.root_lin_vel) + sq(robot.root_ang_vel, ref.root_ang_vel),
         "key_body": xp.mean(sq(robot.key_body_pos, ref.key_body_pos), axis=-1),
     }
+
+
+def yaw(quat_wxyz: Any, xp: Any = np) -> Any:
+    """Heading (rad) of orientations ``w x y z``: the angle about world z of the body x axis."""
+    w, x, y, z = (quat_wxyz[..., i] for i in range(4))
+    return xp.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def anchor_to_heading(ref: TrackedState, robot: TrackedState, xp: Any = np) -> TrackedState:
+    """The reference moved horizontally onto the robot's root and turned about world z by the
+    robot's heading minus its own; its height, tilt, joints and root-frame angular velocity are
+    kept. Key bodies turn about the reference's root; the world linear velocity turns too."""
+    d = yaw(robot.root_quat, xp) - yaw(ref.root_quat, xp)
+    c, s = xp.cos(d), xp.sin(d)
+    zero = xp.zeros_like(d)
+
+    def turn(v: Any, cc: Any = c, ss: Any = s) -> Any:  # rotate world vectors (..., 3) about z
+        return xp.stack([cc * v[..., 0] - ss * v[..., 1], ss * v[..., 0] + cc * v[..., 1], v[..., 2]], axis=-1)
+
+    root = xp.concatenate([robot.root_pos[..., :2], ref.root_pos[..., 2:]], axis=-1)
+    key = turn(ref.key_body_pos - ref.root_pos[..., None, :], c[..., None], s[..., None]) + root[..., None, :]
+    half = 0.5 * d
+    q_turn = xp.stack([xp.cos(half), zero, zero, xp.sin(half)], axis=-1)
+    return dataclasses.replace(ref, root_pos=root, root_quat=quat_mul(q_turn, ref.root_quat, xp),
+                               root_lin_vel=turn(ref.root_lin_vel), key_body_pos=key)
+
+
+def reference_in_frame(frame: str, ref: TrackedState, robot: TrackedState, xp: Any = np) -> TrackedState:
+    """The reference the reward and termination compare against: as it is (``world``) or
+    :func:`anchor_to_heading` (``heading``)."""
+    if frame == "world":
+        return ref
+    if frame == "heading":
+        return anchor_to_heading(ref, robot, xp)
+    raise ValueError(f"reference_frame: unknown '{frame}' ({' | '.join(REFERENCE_FRAMES)})")
 
 
 PENALTY_TERMS = ("action_rate", "alive")

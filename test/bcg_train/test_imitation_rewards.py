@@ -10,7 +10,8 @@ from bcg_robot.errors import ConfigError
 from bcg_robot.paths import share_file
 from bcg_train.learn.config import load_train_config
 from bcg_train.tasks.config import RewardConfig, RewardTerm, TerminationConfig
-from bcg_train.tasks.rewards import TrackedState, key_body_error, reward_terms, terminated, tracking_errors
+from bcg_train.tasks.rewards import (TrackedState, anchor_to_heading, key_body_error, reference_in_frame, reward_terms,
+                                     terminated, tracking_errors, yaw)
 
 N, K = 29, 10
 
@@ -100,6 +101,70 @@ def test_terminations():
     lost = _state(key_body_pos=ref.key_body_pos + np.array([0.6, 0.0, 0.0]))
     assert key_body_error(lost, ref) == pytest.approx(0.6)
     assert terminated(cfg, lost, ref)
+
+
+def _quat_about_z(angle: float) -> np.ndarray:
+    return np.array([np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2)])
+
+
+def _moved_and_turned(state: TrackedState, shift_xy, angle: float) -> TrackedState:
+    """``state`` turned by ``angle`` about world z around its root, then moved by ``shift_xy``."""
+    c, s = np.cos(angle), np.sin(angle)
+    rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    root = state.root_pos + np.array([*shift_xy, 0.0])
+    q = _quat_about_z(angle)
+    w, v = q[0], q[1:]  # q * state.root_quat, written out
+    qw, qv = state.root_quat[0], state.root_quat[1:]
+    quat = np.concatenate([[w * qw - v @ qv], w * qv + qw * v + np.cross(v, qv)])
+    return dataclasses.replace(state, root_pos=root, root_quat=quat, root_lin_vel=rz @ state.root_lin_vel,
+                               key_body_pos=(state.key_body_pos - state.root_pos) @ rz.T + root)
+
+
+def _squatting_ref() -> TrackedState:
+    rng = np.random.default_rng(0)
+    return _state(root_quat=_quat_about_x(0.1), root_lin_vel=np.array([0.2, -0.1, 0.05]),
+                  root_ang_vel=np.array([0.1, 0.2, 0.3]), key_body_pos=rng.normal([0.0, 0.0, 0.5], 0.2, (K, 3)))
+
+
+def test_heading_frame_forgives_a_push_that_moves_and_turns_the_robot():
+    ref = _squatting_ref()
+    robot = _moved_and_turned(ref, (0.4, -0.3), 0.7)  # the same motion, elsewhere, facing elsewhere
+    assert yaw(robot.root_quat) - yaw(ref.root_quat) == pytest.approx(0.7)
+    world = tracking_errors(robot, reference_in_frame("world", ref, robot))
+    assert world["root_pos"] > 0.2 and world["key_body"] > 0.05 and world["root_orient"] > 0.1
+    anchored = reference_in_frame("heading", ref, robot)
+    for name, err in tracking_errors(robot, anchored).items():
+        assert err == pytest.approx(0.0, abs=1e-12), name
+    assert key_body_error(robot, anchored) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_heading_frame_keeps_height_tilt_and_posture_errors():
+    ref = _squatting_ref()
+    robot = _moved_and_turned(ref, (0.4, -0.3), 0.7)
+    lower = dataclasses.replace(robot, root_pos=robot.root_pos - [0.0, 0.0, 0.05])
+    assert tracking_errors(lower, anchor_to_heading(ref, lower))["root_pos"] == pytest.approx(0.05**2)
+    tilted = dataclasses.replace(robot, root_quat=_moved_and_turned(_state(root_quat=_quat_about_x(0.4)), (0, 0), 0.7).root_quat)
+    assert tracking_errors(tilted, anchor_to_heading(ref, tilted))["root_orient"] == pytest.approx(
+        tracking_errors(_state(root_quat=_quat_about_x(0.4)), _state(root_quat=_quat_about_x(0.1)))["root_orient"])
+    bent = dataclasses.replace(robot, key_body_pos=robot.key_body_pos + [0.0, 0.0, 0.1])
+    assert key_body_error(bent, anchor_to_heading(ref, bent)) == pytest.approx(0.1)
+    fallen = dataclasses.replace(robot, root_pos=robot.root_pos * [1.0, 1.0, 0.3])
+    assert terminated(TerminationConfig(), fallen, reference_in_frame("heading", ref, fallen))
+
+
+def test_heading_frame_numpy_and_jax_agree_and_unknown_frames_are_errors():
+    ref = _squatting_ref()
+    robot = dataclasses.replace(_moved_and_turned(ref, (0.1, 0.2), -2.5), joint_pos=np.full(N, 0.05))
+    a = anchor_to_heading(ref, robot)
+    b = anchor_to_heading(jax_tree(ref), jax_tree(robot), xp=jnp)
+    for f in dataclasses.fields(TrackedState):
+        np.testing.assert_allclose(np.asarray(getattr(b, f.name)), getattr(a, f.name), atol=1e-5)
+    with pytest.raises(ValueError, match="reference_frame: unknown 'pelvis'"):
+        reference_in_frame("pelvis", ref, robot)
+
+
+def jax_tree(state: TrackedState) -> TrackedState:
+    return TrackedState(**{f.name: jnp.asarray(getattr(state, f.name), jnp.float32) for f in dataclasses.fields(TrackedState)})
 
 
 def test_train_config_rejects_unknown_keys_and_bad_values(tmp_path):
