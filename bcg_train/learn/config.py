@@ -221,7 +221,13 @@ def config_hash(cfg: TrainConfig) -> str:
     So is ``init_from``, a path that differs between clones: a resumed run takes its
     networks from the checkpoint it resumes, and a warm-started run records the source
     checkpoint's own hash and iteration in ``warm_start.json``."""
-    plain = to_plain(cfg)
+    return plain_config_hash(to_plain(cfg))
+
+
+def plain_config_hash(plain: dict) -> str:
+    """:func:`config_hash` of a config as plain values (``to_plain``), e.g. as a checkpoint
+    stored it: a field added to the dataclasses later does not change what it hashes."""
+    plain = dict(plain)
     for key in ("run_dir", "checkpoint_every", "init_from"):
         plain.pop(key, None)
     text = yaml.safe_dump(plain, sort_keys=True)

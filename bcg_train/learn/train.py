@@ -33,7 +33,7 @@ from tqdm import tqdm
 from bcg_robot.config import RobotConfig, load_robot_config
 from bcg_robot.errors import BCGInputError
 from bcg_robot.yaml_dataclass import dump_dataclass, from_mapping, to_plain
-from bcg_train.learn.config import TrainConfig, config_hash, motion_id
+from bcg_train.learn.config import TrainConfig, config_hash, motion_id, plain_config_hash
 from bcg_train.learn.curves import plot_training_curves
 from bcg_train.learn.shac import SHAC, SHACState
 from bcg_train.sim.jax_setup import enable_compilation_cache
@@ -47,9 +47,10 @@ class CheckpointError(BCGInputError):
 
 @dataclasses.dataclass(frozen=True)
 class Checkpoint:
-    config: TrainConfig
+    config: TrainConfig  # as stored, with fields added since at their defaults
     state: SHACState  # host (numpy) arrays
     path: Path
+    stored_hash: str  # the config hash the checkpoint was saved with (its exports carry it)
 
 
 def save_checkpoint(path: Path, cfg: TrainConfig, state: SHACState) -> Path:
@@ -81,10 +82,12 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
         raise CheckpointError(path, f"cannot read checkpoint: {err}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(path, "not a BCG training checkpoint (format mismatch)")
-    cfg = from_mapping(TrainConfig, payload["config"], str(path))
-    if config_hash(cfg) != payload["config_hash"]:
+    # integrity of the stored config itself: a field added to TrainConfig since the
+    # checkpoint was saved loads at its default and does not make the checkpoint unreadable
+    if plain_config_hash(payload["config"]) != payload["config_hash"]:
         raise CheckpointError(path, "config hash does not match the stored config")
-    return Checkpoint(cfg, payload["state"], path)
+    cfg = from_mapping(TrainConfig, payload["config"], str(path))
+    return Checkpoint(cfg, payload["state"], path, payload["config_hash"])
 
 
 def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) -> SHACState:
@@ -104,7 +107,7 @@ def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) ->
         raise CheckpointError(ckpt.path, f"cannot warm-start from it: {err}") from None
     record = {
         "init_from": str(ckpt.path),
-        "source_config_hash": config_hash(ckpt.config),
+        "source_config_hash": ckpt.stored_hash,
         "source_iteration": int(np.asarray(ckpt.state.iteration)),
         "source_env_steps": int(np.asarray(ckpt.state.iteration)) * ckpt.config.shac.num_envs * ckpt.config.shac.horizon,
     }

@@ -4,6 +4,7 @@ pure-JAX point mass (fast); a G1 iteration is traced in test_imitation_task.py, 
 learns on the hopper in test_learning_regression.py."""
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash
+from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, plain_config_hash
 from bcg_train.learn.shac import SHAC, td_lambda_returns
 from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
 from bcg_train.tasks.point_mass import PointMassTask
@@ -92,6 +93,21 @@ def test_checkpoint_round_trip(tmp_path):
     path.write_bytes(b"not a pickle")
     with pytest.raises(CheckpointError, match="c.pkl: cannot read checkpoint"):
         load_checkpoint(path)
+
+
+def test_a_checkpoint_from_before_a_new_config_field_loads_and_a_tampered_one_does_not(tmp_path):
+    cfg = _cfg(tmp_path, "old")
+    shac = SHAC(PointMassTask(), cfg.shac)
+    payload = pickle.loads(save_checkpoint(tmp_path / "c.pkl", cfg, shac.init(0)).read_bytes())
+    del payload["config"]["task"]["reference_frame"]  # as saved before the field existed
+    payload["config_hash"] = plain_config_hash(payload["config"])
+    (tmp_path / "old.pkl").write_bytes(pickle.dumps(payload))
+    ckpt = load_checkpoint(tmp_path / "old.pkl")
+    assert ckpt.config.task.reference_frame == "world" and ckpt.stored_hash == payload["config_hash"]
+    payload["config"]["shac"]["gamma"] = 0.5  # the config changed, the hash not
+    (tmp_path / "tampered.pkl").write_bytes(pickle.dumps(payload))
+    with pytest.raises(CheckpointError, match="tampered.pkl: config hash does not match the stored config"):
+        load_checkpoint(tmp_path / "tampered.pkl")
 
 
 def test_resume_equals_uninterrupted_and_runs_are_deterministic(tmp_path):
