@@ -62,12 +62,14 @@ def run_ppo(cfg, iterations: int, num_envs: int, seed: int) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-benchmark", description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="squat", help="default squat: holding the default pose tracks it at 4.3 cm, so the threshold means something")
+    parser.add_argument("--task", default="squat", help="default squat (a posture change to learn, not a pose to hold)")
     parser.add_argument("--config", type=Path, default=None)
     parser.add_argument("--preset", choices=PRESETS, default="cpu-small")
     parser.add_argument("--iterations", type=int, default=100, help="iterations per method")
     parser.add_argument("--ppo-envs", type=int, default=64, help="PPO environments (published: 4096)")
-    parser.add_argument("--threshold", type=float, default=2.5, help="tracking-error threshold (cm)")
+    parser.add_argument("--threshold", type=float, default=2.5,
+                        help="threshold (cm) on the training's tracking_error_m: world-frame key-body error, drift and the "
+                             "steps before a fall included, so not bcg-eval's root-relative E_track")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--out", type=Path, default=Path("runs/benchmark"))
     args = parser.parse_args(argv)
