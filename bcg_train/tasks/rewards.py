@@ -75,17 +75,16 @@ def anchor_to_heading(ref: TrackedState, robot: TrackedState, xp: Any = np) -> T
     kept. Key bodies turn about the reference's root; the world linear velocity turns too."""
     d = yaw(robot.root_quat, xp) - yaw(ref.root_quat, xp)
     c, s = xp.cos(d), xp.sin(d)
-    zero = xp.zeros_like(d)
 
-    def turn(v: Any, cc: Any = c, ss: Any = s) -> Any:  # rotate world vectors (..., 3) about z
-        return xp.stack([cc * v[..., 0] - ss * v[..., 1], ss * v[..., 0] + cc * v[..., 1], v[..., 2]], axis=-1)
+    def turn(v: Any, c: Any, s: Any) -> Any:  # world vectors (..., 3) rotated about z
+        return xp.stack([c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1], v[..., 2]], axis=-1)
 
     root = xp.concatenate([robot.root_pos[..., :2], ref.root_pos[..., 2:]], axis=-1)
     key = turn(ref.key_body_pos - ref.root_pos[..., None, :], c[..., None], s[..., None]) + root[..., None, :]
-    half = 0.5 * d
-    q_turn = xp.stack([xp.cos(half), zero, zero, xp.sin(half)], axis=-1)
+    zero = xp.zeros_like(d)
+    q_turn = xp.stack([xp.cos(0.5 * d), zero, zero, xp.sin(0.5 * d)], axis=-1)
     return dataclasses.replace(ref, root_pos=root, root_quat=quat_mul(q_turn, ref.root_quat, xp),
-                               root_lin_vel=turn(ref.root_lin_vel), key_body_pos=key)
+                               root_lin_vel=turn(ref.root_lin_vel, c, s), key_body_pos=key)
 
 
 def reference_in_frame(frame: str, ref: TrackedState, robot: TrackedState, xp: Any = np) -> TrackedState:

@@ -3,6 +3,7 @@
 import dataclasses
 
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 import pytest
 
@@ -112,10 +113,8 @@ def _moved_and_turned(state: TrackedState, shift_xy, angle: float) -> TrackedSta
     c, s = np.cos(angle), np.sin(angle)
     rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     root = state.root_pos + np.array([*shift_xy, 0.0])
-    q = _quat_about_z(angle)
-    w, v = q[0], q[1:]  # q * state.root_quat, written out
-    qw, qv = state.root_quat[0], state.root_quat[1:]
-    quat = np.concatenate([[w * qw - v @ qv], w * qv + qw * v + np.cross(v, qv)])
+    quat = np.zeros(4)
+    mujoco.mju_mulQuat(quat, _quat_about_z(angle), state.root_quat)  # MuJoCo's product, not the one under test
     return dataclasses.replace(state, root_pos=root, root_quat=quat, root_lin_vel=rz @ state.root_lin_vel,
                                key_body_pos=(state.key_body_pos - state.root_pos) @ rz.T + root)
 
