@@ -37,6 +37,10 @@ class SHACConfig:
     actor_lr: float = 5e-3
     critic_lr: float = 2e-3
     lr_end: float = 1e-5
+    # where the critics' learning rate decays to (None: lr_end, the published schedule). The
+    # critics refit every window; with their rate decayed to 1e-5 they stop tracking the
+    # actor's values (squat, heading frame: the fresh-window critic error grew ~40x)
+    critic_lr_end: float | None = None
     betas: tuple[float, float] = (0.7, 0.95)
     gamma: float = 0.99
     td_lambda: float = 0.95
@@ -68,6 +72,8 @@ class SHACConfig:
             raise ValueError("shac.critic_minibatches must divide num_envs * horizon")
         if self.critic_warmup_iterations < 0 or self.critic_warmup_iterations >= self.iterations:
             raise ValueError("shac.critic_warmup_iterations must be in [0, iterations)")
+        if self.critic_lr_end is not None and self.critic_lr_end <= 0:
+            raise ValueError("shac.critic_lr_end must be > 0 (or absent: lr_end)")
         if self.state_grad_clip < 0:
             raise ValueError("shac.state_grad_clip must be >= 0 (0: off)")
         if not (0 < self.gamma <= 1 and 0 <= self.td_lambda <= 1):

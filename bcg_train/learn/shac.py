@@ -117,6 +117,26 @@ def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
     return jax.vmap(lambda p: mlp_apply(p, obs)[..., 0])(critics)
 
 
+def explained_variance(predicted: jax.Array, target: jax.Array) -> jax.Array:
+    """``1 - Var(target - predicted) / Var(target)``: 1 for a perfect value estimate, 0 for
+    one no better than the targets' mean, negative for worse (NaN if the targets are constant)."""
+    return 1.0 - jnp.var(target - predicted) / jnp.var(target)
+
+
+def critic_diagnostics(critics: Params, normalized_obs: jax.Array, targets: jax.Array) -> dict[str, jax.Array]:
+    """How well ``critics`` (before they fit this window) predict the window's TD targets:
+    the ensemble's mean squared error (``critic_loss_fresh``, the error on data they have not
+    seen, unlike ``critic_loss`` after fitting), the explained variance of their mean
+    (``critic_explained_variance``) and the targets' mean (``value_target_mean``, the
+    value scale)."""
+    values = ensemble_values(critics, normalized_obs)
+    return {
+        "critic_loss_fresh": jnp.mean((values - targets[None]) ** 2),
+        "critic_explained_variance": explained_variance(jnp.mean(values, axis=0), targets),
+        "value_target_mean": jnp.mean(targets),
+    }
+
+
 def td_lambda_returns(
     rewards: jax.Array, next_values: jax.Array, continues: jax.Array, gamma: float, lam: float
 ) -> jax.Array:
@@ -165,7 +185,9 @@ class SHAC:
         self.critic_sizes = (task.obs_size, *cfg.critic_hidden, 1)
         self.actor_tx = make_optimizer(linear_decay_schedule(cfg.actor_lr, cfg.lr_end, cfg.iterations - cfg.critic_warmup_iterations), cfg.betas, cfg.actor_grad_clip)
         critic_updates = cfg.iterations * cfg.critic_iterations * cfg.critic_minibatches
-        self.critic_tx = make_optimizer(linear_decay_schedule(cfg.critic_lr, cfg.lr_end, critic_updates), cfg.betas, cfg.critic_grad_clip)
+        critic_lr_end = cfg.lr_end if cfg.critic_lr_end is None else cfg.critic_lr_end
+        self.critic_schedule = linear_decay_schedule(cfg.critic_lr, critic_lr_end, critic_updates)
+        self.critic_tx = make_optimizer(self.critic_schedule, cfg.betas, cfg.critic_grad_clip)
         devices = jax.devices()[: num_devices or None]
         if cfg.num_envs % len(devices):
             raise ValueError(f"num_envs {cfg.num_envs} is not divisible by {len(devices)} devices")
@@ -258,9 +280,12 @@ class SHAC:
         return actor_loss, (env, records)
 
     def _critic_update(self, state: SHACState, obs: jax.Array, targets: jax.Array, key: jax.Array):
+        """The critics fitted to the window; their loss after the last pass; and
+        :func:`critic_diagnostics` of the critics before it."""
         cfg = self.cfg
         x = state.obs_stats.normalize(obs.reshape(-1, obs.shape[-1]), cfg.obs_clip)
         y = targets.reshape(-1)
+        diagnostics = critic_diagnostics(state.critics, x, y)
         n, mb = y.shape[0], y.shape[0] // cfg.critic_minibatches
 
         def loss_fn(critics, xb, yb):
@@ -280,7 +305,7 @@ class SHAC:
             return (critics, opt), jnp.mean(losses)
 
         (critics, opt), losses = jax.lax.scan(epoch, (state.critics, state.critic_opt), jax.random.split(key, cfg.critic_iterations))
-        return critics, opt, losses[-1]
+        return critics, opt, losses[-1], diagnostics
 
     def iteration(self, state: SHACState, with_gradient: bool = False) -> tuple[SHACState, dict[str, jax.Array]]:
         """One SHAC iteration; ``with_gradient`` adds the raw actor gradient, flattened, as
@@ -300,7 +325,7 @@ class SHAC:
 
         obs, rewards, next_values, continues, step_metrics, done = records
         targets = td_lambda_returns(rewards, next_values, continues, cfg.gamma, cfg.td_lambda)
-        critics, critic_opt, critic_loss = self._critic_update(state, obs, jax.lax.stop_gradient(targets), k_critic)
+        critics, critic_opt, critic_loss, critic_metrics = self._critic_update(state, obs, jax.lax.stop_gradient(targets), k_critic)
         alpha = cfg.target_critic_alpha
         target = jax.tree_util.tree_map(lambda t, c: alpha * t + (1 - alpha) * c, state.target_critics, critics)
 
@@ -309,6 +334,7 @@ class SHAC:
             obs_stats=state.obs_stats.update(obs), env=jax.lax.stop_gradient(env), rng=rng, iteration=state.iteration + 1,
         )
         metrics = {name: jnp.sum(v) if name in COUNTED_METRICS else jnp.mean(v) for name, v in step_metrics.items()}
+        metrics.update(critic_metrics)
         metrics.update(
             actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),
             episodes_ended=jnp.sum(done.astype(jnp.float32)), skipped_actor_updates=skipped.astype(jnp.float32),

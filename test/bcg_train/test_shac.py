@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, plain_config_hash
-from bcg_train.learn.shac import SHAC, td_lambda_returns
+from bcg_train.learn.shac import SHAC, critic_diagnostics, explained_variance, td_lambda_returns
 from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
 from bcg_train.tasks.point_mass import PointMassTask
 
@@ -50,6 +50,39 @@ def test_td_lambda_returns_limits():
     # an episode end at step 0 stops the return there (its next value is given explicitly)
     c0 = jnp.array([[0.0], [1.0], [1.0]])
     np.testing.assert_allclose(td_lambda_returns(r, v, c0, g, 1.0)[0, 0], 1 + g * 10, rtol=1e-6)
+
+
+def test_explained_variance_limits():
+    target = jnp.array([1.0, 4.0, 2.0, 7.0])
+    assert float(explained_variance(target, target)) == pytest.approx(1.0)
+    assert float(explained_variance(jnp.full(4, 3.0), target)) == pytest.approx(0.0, abs=1e-6)  # any constant
+    assert float(explained_variance(-target, target)) == pytest.approx(-3.0)  # residual 2*target: 1 - 4
+
+
+def test_critic_diagnostics_score_the_critics_before_they_fit():
+    shac = SHAC(PointMassTask(), TINY)
+    critics = shac.init(0).critics
+    # every critic of the ensemble outputs the constant 5: zero last-layer weights, bias 5
+    *hidden, last = critics
+    critics = [*hidden, {"w": jnp.zeros_like(last["w"]), "b": jnp.full_like(last["b"], 5.0)}]
+    x = jax.random.normal(jax.random.PRNGKey(1), (6, PointMassTask().obs_size))
+    y = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0, 9.0])
+    d = critic_diagnostics(critics, x, y)
+    assert float(d["critic_loss_fresh"]) == pytest.approx(float(jnp.mean((5.0 - y) ** 2)))
+    assert float(d["critic_explained_variance"]) == pytest.approx(0.0, abs=1e-6)
+    assert float(d["value_target_mean"]) == pytest.approx(4.0)
+
+
+def test_critic_learning_rate_decays_to_its_own_floor():
+    import dataclasses
+
+    updates = TINY.iterations * TINY.critic_iterations * TINY.critic_minibatches
+    published = SHAC(PointMassTask(), TINY).critic_schedule
+    assert float(published(0)) == pytest.approx(TINY.critic_lr) and float(published(updates)) == pytest.approx(TINY.lr_end)
+    held = SHAC(PointMassTask(), dataclasses.replace(TINY, critic_lr_end=TINY.critic_lr)).critic_schedule
+    assert float(held(updates)) == pytest.approx(TINY.critic_lr)
+    with pytest.raises(ValueError, match="critic_lr_end"):
+        dataclasses.replace(TINY, critic_lr_end=0.0).validate()
 
 
 def test_one_iteration_is_finite_and_lowers_the_actor_loss():
