@@ -23,7 +23,8 @@ branches of a bundle are a second axis (K, B). Per control step and environment:
 With ``bundle_slots = M > 0`` only M environments run branches: those with a running
 bundle first, then new triggers in environment order (:func:`slot_assignment`). A trigger
 beyond M takes the plain step and is counted in ``overflowed``; so is a running bundle
-beyond M, which then ends early.
+beyond M, which then ends early. Backward, an overflowing step passes the plain stiff-contact
+gradient, or with ``overflow = CUT`` nothing (its environment's state is cut from the graph).
 
 **One physics program.** The nominal step and the branches are rows of one table,
 simulated in chunks of K rows by one ``vmap``-ed control step under ``lax.scan``: chunk 0
@@ -49,7 +50,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from bcg_train.bcg.config import BCGConfig, BundleForward, Estimator
+from bcg_train.bcg.config import BCGConfig, BundleForward, Estimator, Overflow
 from bcg_train.bcg.perturbation import integrate_configuration, joint_space_offsets
 from bcg_train.sim.env import ContactSummary, MjxSim, SimState
 
@@ -296,7 +297,10 @@ class BundledSim:
         )
         # an environment without a slot steps plain: its bundle (if any) ends, and a need is counted
         base = dataclasses.replace(bundle, steps_left=jnp.zeros_like(bundle.steps_left), started=no, bundled=no, overflowed=plan.need)
-        return BundledState(sim=new_sim, bundle=_put(base, index, slot_bundle))
+        new_bundle = _put(base, index, slot_bundle)
+        if cfg.overflow == Overflow.CUT:
+            new_sim = _select(new_bundle.overflowed, jax.lax.stop_gradient(new_sim), new_sim)
+        return BundledState(sim=new_sim, bundle=new_bundle)
 
     def _plan(self, state: BundledState, nominal_data, nominal_contact: ContactSummary, rows: "_Rows", m: int):
         """After the nominal chunk: who needs a bundle, the slots, and the slots' branch inputs

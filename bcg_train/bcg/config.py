@@ -20,6 +20,19 @@ class Estimator(str, enum.Enum):
     GLOBAL_SMOOTHING = "global_smoothing"
 
 
+class Overflow(str, enum.Enum):
+    """What a step that needs a bundle but finds no slot (``bundle_slots``) passes backward.
+
+    * ``PLAIN``: the plain analytic gradient of the stiff contact step.
+    * ``CUT``: nothing: the environment's state after the step is cut from the graph
+      (``stop_gradient``), so later rewards send no gradient back across it, as across a
+      SHAC window boundary. The forward pass is the plain step in both.
+    """
+
+    PLAIN = "plain"
+    CUT = "cut"
+
+
 class BundleForward(str, enum.Enum):
     """What the rollout continues from after a bundled step.
 
@@ -53,6 +66,7 @@ class BCGConfig:
         ceil(slots in use x B / K) chunks, at most ceil(M B / K); M bounds the memory the
         backward pass keeps (every chunk's residuals). An environment that needs a bundle
         beyond M takes the plain step and is counted (``overflowed``).
+      overflow: what such an overflowing step passes backward (:class:`Overflow`).
 
     ``mode``, ``num_branches``, ``bundle_steps``, ``forward`` and ``bundle_slots`` shape the compiled
     program. ``sigma_p``, ``sigma_v``, ``damping`` and ``force_threshold`` may also be
@@ -69,10 +83,12 @@ class BCGConfig:
     force_threshold: float = 400.0
     forward: BundleForward = BundleForward.MEAN
     bundle_slots: int = 0
+    overflow: Overflow = Overflow.PLAIN
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Estimator(self.mode))
         object.__setattr__(self, "forward", BundleForward(self.forward))
+        object.__setattr__(self, "overflow", Overflow(self.overflow))
         if self.num_branches < 1:
             raise ValueError("num_branches must be >= 1")
         if self.bundle_slots < 0:

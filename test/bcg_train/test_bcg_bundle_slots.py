@@ -80,3 +80,36 @@ def test_the_bcg_step_holds_the_physics_step_once():
     bcg = multiplications_in_step_gradient(Estimator.BCG)
     print(f"multiplications in the step's gradient: plain {plain}, BCG {bcg} ({bcg / plain:.2f}x)")
     assert bcg < 1.25 * plain
+
+
+def test_an_overflowing_step_passes_its_plain_gradient_or_with_cut_none():
+    """``overflow: cut``: the environment that needed a bundle and found no slot sends no
+    gradient back across that step; the forward pass and every other environment's gradient
+    are those of ``overflow: plain``."""
+    _, bundled, overflowed = rollout(2)
+    t = int(np.argmax(overflowed.any(axis=1)))  # the first step with an overflow
+    assert overflowed[t].any()
+    env = int(np.argmax(overflowed[t]))
+    other = int(np.argmax(bundled[t]))  # a bundled environment of the same step
+    assert bundled[t, other]
+    actions = 0.6 * jax.random.normal(jax.random.PRNGKey(1), (T, K, 2))
+
+    def step_gradients(rule):
+        bcg = dataclasses.replace(HopperConfig().bcg, bundle_slots=2, overflow=rule)
+        task = HopperTask(HopperConfig(contact="stiff", bcg=bcg))
+
+        @jax.jit
+        def run(start, actions):
+            state = jax.lax.scan(lambda s, a: (task.step(s, a)[0], None), start, actions[:t])[0]
+            after = task.step(state, actions[t])[0]
+            grad = jax.grad(lambda a, e: jnp.sum(task.step(state, a)[0].sim.sim.data.qvel[e]))
+            return after.sim.sim.data.qpos, after.sim.bundle.overflowed, grad(actions[t], env)[env], grad(actions[t], other)[other]
+
+        return jax.device_get(run(task.reset(jax.random.PRNGKey(0), K), actions))
+
+    q_plain, over_plain, g_plain, g_other_plain = step_gradients("plain")
+    q_cut, over_cut, g_cut, g_other_cut = step_gradients("cut")
+    np.testing.assert_array_equal(q_cut, q_plain)
+    assert over_plain[env] and over_cut[env]
+    assert np.abs(g_plain).max() > 0 and np.all(g_cut == 0)
+    np.testing.assert_allclose(g_other_cut, g_other_plain, rtol=1e-6)
