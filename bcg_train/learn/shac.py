@@ -50,6 +50,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from bcg_train.learn.config import SHACConfig
 from bcg_train.learn.networks import RunningStats, init_mlp, mlp_apply, policy_action
 from bcg_train.sim.failure import SIM_FAILURES
+from bcg_train.tasks.rewards import TERMINATION_METRIC_PREFIX
 
 Params = Any
 
@@ -108,8 +109,14 @@ def skip_if_not_finite(updated: Any, current: Any, gradient_norm: jax.Array) -> 
     return jax.tree_util.tree_map(lambda new, old: jnp.where(skip, old, new), updated, current), skip
 
 
-# metrics summed over an iteration's steps and environments (counts), not averaged
+# metrics summed over an iteration's steps and environments (counts), not averaged: these
+# names and every name with one of these prefixes
 COUNTED_METRICS = (SIM_FAILURES,)
+COUNTED_METRIC_PREFIXES = (TERMINATION_METRIC_PREFIX,)
+
+
+def is_counted(name: str) -> bool:
+    return name in COUNTED_METRICS or name.startswith(COUNTED_METRIC_PREFIXES)
 
 
 def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
@@ -333,7 +340,7 @@ class SHAC:
             actor=actor, critics=critics, target_critics=target, actor_opt=actor_opt, critic_opt=critic_opt,
             obs_stats=state.obs_stats.update(obs), env=jax.lax.stop_gradient(env), rng=rng, iteration=state.iteration + 1,
         )
-        metrics = {name: jnp.sum(v) if name in COUNTED_METRICS else jnp.mean(v) for name, v in step_metrics.items()}
+        metrics = {name: jnp.sum(v) if is_counted(name) else jnp.mean(v) for name, v in step_metrics.items()}
         metrics.update(critic_metrics)
         metrics.update(
             actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),

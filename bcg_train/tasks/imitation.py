@@ -49,7 +49,8 @@ from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.env import MjxSim
 from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
 from bcg_train.tasks.config import ImitationConfig
-from bcg_train.tasks.rewards import TrackedState, key_body_error, reference_in_frame, reward_terms, terminated
+from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, key_body_error, reference_in_frame, reward_terms,
+                                     termination_reasons)
 
 
 def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
@@ -272,7 +273,8 @@ class ImitationTask:
         terms = reward_terms(self.cfg.rewards, robot, target, action, state.last_action, xp=jnp)
         terms = {name: jnp.where(failed, 0.0, value) for name, value in terms.items()}
         reward = sum(terms.values())
-        done_term = terminated(self.cfg.termination, robot, target, xp=jnp) | failed
+        reasons = termination_reasons(self.cfg.termination, robot, target, xp=jnp)
+        done_term = reasons["low"] | reasons["tilted"] | reasons["lost"] | failed
         done_trunc = (t >= self.episode_steps) & ~done_term
         terminal_obs = self.observe(stepped)
 
@@ -298,4 +300,6 @@ class ImitationTask:
         metrics["bundled"] = sim.bundle.bundled.astype(jnp.float32)
         metrics["bundle_overflow"] = sim.bundle.overflowed.astype(jnp.float32)
         metrics[SIM_FAILURES] = failed.astype(jnp.float32)
+        for name, hit in reasons.items():  # counted per iteration; a failed step counts only as a failure
+            metrics[f"{TERMINATION_METRIC_PREFIX}{name}"] = (hit & ~failed).astype(jnp.float32)
         return after, StepOutput(self.observe(after), reward, done_term, done_trunc, terminal_obs, metrics)

@@ -123,9 +123,23 @@ def tilt_cos(root_quat: Any) -> Any:
     return 1.0 - 2.0 * (x * x + y * y)
 
 
+TERMINATION_REASONS = ("low", "tilted", "lost")
+# step metrics ``terminated/<reason>``: 1 where an episode ended for that reason (summed per iteration)
+TERMINATION_METRIC_PREFIX = "terminated/"
+
+
+def termination_reasons(cfg: TerminationConfig, robot: TrackedState, ref: TrackedState, xp: Any = np) -> dict[str, Any]:
+    """Each test of :func:`terminated` by name (:data:`TERMINATION_REASONS`): the root below
+    ``min_root_height`` (``low``), tilted past ``max_tilt`` (``tilted``), the key bodies
+    farther than ``max_key_body_error`` from the reference on average (``lost``)."""
+    return {
+        "low": robot.root_pos[..., 2] < cfg.min_root_height,
+        "tilted": tilt_cos(robot.root_quat) < np.cos(cfg.max_tilt),
+        "lost": key_body_error(robot, ref, xp) > cfg.max_key_body_error,
+    }
+
+
 def terminated(cfg: TerminationConfig, robot: TrackedState, ref: TrackedState, xp: Any = np) -> Any:
     """Fell (root below ``min_root_height``), tilted past ``max_tilt`` or lost the motion."""
-    low = robot.root_pos[..., 2] < cfg.min_root_height
-    tilted = tilt_cos(robot.root_quat) < np.cos(cfg.max_tilt)
-    lost = key_body_error(robot, ref, xp) > cfg.max_key_body_error
-    return low | tilted | lost
+    reasons = termination_reasons(cfg, robot, ref, xp)
+    return reasons["low"] | reasons["tilted"] | reasons["lost"]

@@ -11,8 +11,8 @@ from bcg_robot.errors import ConfigError
 from bcg_robot.paths import share_file
 from bcg_train.learn.config import load_train_config
 from bcg_train.tasks.config import RewardConfig, RewardTerm, TerminationConfig
-from bcg_train.tasks.rewards import (TrackedState, anchor_to_heading, key_body_error, reference_in_frame, reward_terms,
-                                     terminated, tracking_errors, yaw)
+from bcg_train.tasks.rewards import (TERMINATION_REASONS, TrackedState, anchor_to_heading, key_body_error, reference_in_frame, reward_terms,
+                                     terminated, termination_reasons, tracking_errors, yaw)
 
 N, K = 29, 10
 
@@ -102,6 +102,11 @@ def test_terminations():
     lost = _state(key_body_pos=ref.key_body_pos + np.array([0.6, 0.0, 0.0]))
     assert key_body_error(lost, ref) == pytest.approx(0.6)
     assert terminated(cfg, lost, ref)
+    cases = {"low": _state(root_pos=np.array([0.0, 0.0, 0.29]), key_body_pos=ref.key_body_pos),
+             "tilted": _state(root_quat=_quat_about_x(1.1)), "lost": lost}
+    for reason, robot in cases.items():  # each case trips its own test and no other
+        hits = termination_reasons(cfg, robot, ref)
+        assert set(hits) == set(TERMINATION_REASONS) and [name for name in hits if hits[name]] == [reason]
 
 
 def _quat_about_z(angle: float) -> np.ndarray:

@@ -96,12 +96,16 @@ def test_stand_steps_rewards_and_resets():
     moved = dataclasses.replace(state, sim=dataclasses.replace(state.sim, sim=state.sim.sim.replace(data=data.replace(qpos=data.qpos.at[:, 0].add(1.0)))))
     _, out = step(moved, jnp.zeros((2, 29)))
     assert np.asarray(out.terminated).all() and (np.asarray(out.metrics["tracking_error_m"]) > 0.9).all()
+    reasons = {name: np.asarray(out.metrics[f"terminated/{name}"]) for name in ("low", "tilted", "lost")}
+    np.testing.assert_array_equal(reasons["lost"], [1.0, 1.0])  # counted under its reason
+    assert not reasons["low"].any() and not reasons["tilted"].any()
     # a NaN (env 0) and a blow-up (env 1, 10 m above the floor) are simulation failures:
     # terminated and reset in that step, no reward, and no metric reports them
     broken_data = data.replace(qvel=data.qvel.at[0, 6].set(jnp.nan), qpos=data.qpos.at[1, 2].add(10.0))
     broken = dataclasses.replace(state, sim=dataclasses.replace(state.sim, sim=state.sim.sim.replace(data=broken_data)))
     after, out = step(broken, jnp.zeros((2, 29)))
     np.testing.assert_array_equal(np.asarray(out.metrics[SIM_FAILURES]), [1.0, 1.0])
+    assert not any(np.asarray(out.metrics[f"terminated/{name}"]).any() for name in ("low", "tilted", "lost"))  # only a failure
     assert np.asarray(out.terminated).all() and (np.asarray(out.reward) == 0).all() and (np.asarray(after.t) == 0).all()
     assert all(np.isfinite(np.asarray(v)).all() for v in out.metrics.values())
     assert (np.asarray(out.metrics["tracking_error_m"]) < 0.5).all() and np.isfinite(np.asarray(out.obs)).all()

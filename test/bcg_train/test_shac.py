@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, plain_config_hash
-from bcg_train.learn.shac import SHAC, critic_diagnostics, explained_variance, td_lambda_returns
+from bcg_train.learn.shac import SHAC, critic_diagnostics, explained_variance, is_counted, td_lambda_returns
 from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
 from bcg_train.tasks.point_mass import PointMassTask
 
@@ -71,6 +71,11 @@ def test_critic_diagnostics_score_the_critics_before_they_fit():
     assert float(d["critic_loss_fresh"]) == pytest.approx(float(jnp.mean((5.0 - y) ** 2)))
     assert float(d["critic_explained_variance"]) == pytest.approx(0.0, abs=1e-6)
     assert float(d["value_target_mean"]) == pytest.approx(4.0)
+
+
+def test_failures_and_termination_reasons_are_counted_the_rest_averaged():
+    assert is_counted("sim_failures") and is_counted("terminated/tilted")
+    assert not is_counted("tracking_error_m") and not is_counted("reward/terminated")
 
 
 def test_critic_learning_rate_decays_to_its_own_floor():
