@@ -49,7 +49,7 @@ from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.env import MjxSim
 from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
 from bcg_train.tasks.config import ImitationConfig
-from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, key_body_error, reference_in_frame, reward_terms,
+from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, any_reason, key_body_error, reference_in_frame, reward_terms,
                                      termination_reasons)
 
 
@@ -274,7 +274,7 @@ class ImitationTask:
         terms = {name: jnp.where(failed, 0.0, value) for name, value in terms.items()}
         reward = sum(terms.values())
         reasons = termination_reasons(self.cfg.termination, robot, target, xp=jnp)
-        done_term = reasons["low"] | reasons["tilted"] | reasons["lost"] | failed
+        done_term = any_reason(reasons) | failed
         done_trunc = (t >= self.episode_steps) & ~done_term
         terminal_obs = self.observe(stepped)
 

@@ -23,6 +23,8 @@ height, tilt, velocities and the posture still are.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 from typing import Any
 
 import numpy as np
@@ -139,7 +141,11 @@ def termination_reasons(cfg: TerminationConfig, robot: TrackedState, ref: Tracke
     }
 
 
+def any_reason(reasons: dict[str, Any]) -> Any:
+    """Whether any of :func:`termination_reasons`' tests hit."""
+    return functools.reduce(operator.or_, reasons.values())
+
+
 def terminated(cfg: TerminationConfig, robot: TrackedState, ref: TrackedState, xp: Any = np) -> Any:
     """Fell (root below ``min_root_height``), tilted past ``max_tilt`` or lost the motion."""
-    reasons = termination_reasons(cfg, robot, ref, xp)
-    return reasons["low"] | reasons["tilted"] | reasons["lost"]
+    return any_reason(termination_reasons(cfg, robot, ref, xp))
