@@ -4,6 +4,7 @@ On the stiff hopper under random actions (landings in several environments at on
 """
 
 import dataclasses
+import functools
 import re
 
 import jax
@@ -29,6 +30,7 @@ def test_slot_assignment_puts_running_bundles_first_then_triggers_in_order():
     np.testing.assert_array_equal(slot_assignment(active, need, 5), [1, 4, 0, 3, 2])
 
 
+@functools.lru_cache(maxsize=None)  # two tests roll the 2-slot batch: compile it once per process
 def rollout(slots):
     cfg = HopperConfig(contact="stiff", bcg=dataclasses.replace(HopperConfig().bcg, bundle_slots=slots))
     task = HopperTask(cfg)
