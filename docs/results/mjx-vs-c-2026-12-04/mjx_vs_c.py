@@ -13,6 +13,13 @@ Usage (from the repository root; the MJX part compiles one program per model var
 
     PYTHONPATH=. .venv/bin/python docs/results/mjx-vs-c-2026-12-04/mjx_vs_c.py mjx CHECKPOINT OUT.json
     PYTHONPATH=. .venv/bin/python docs/results/mjx-vs-c-2026-12-04/mjx_vs_c.py c POLICY.onnx OUT.json
+
+and, once the engines disagreed, what in MJX makes them disagree (plain step, every episode from
+frame 0, no noise, as the C part): ``solver`` runs MJX with 10 Newton and 10 line-search
+iterations instead of the train model's 3 and 4; ``float64`` runs MJX in float64:
+
+    PYTHONPATH=. .venv/bin/python docs/results/mjx-vs-c-2026-12-04/mjx_vs_c.py solver CHECKPOINT OUT.json
+    PYTHONPATH=. .venv/bin/python docs/results/mjx-vs-c-2026-12-04/mjx_vs_c.py float64 CHECKPOINT OUT.json
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ PER = 256  # environment steps of one cpu-small iteration
 C_SEEDS = range(40)
 
 
-def mjx_part(checkpoint: Path, out: Path) -> None:
+def mjx_part(checkpoint: Path, out: Path, follow_up: str = "") -> None:
     import jax
     import jax.numpy as jnp
     from tqdm import tqdm
@@ -62,6 +69,23 @@ def mjx_part(checkpoint: Path, out: Path) -> None:
         ("default 200 Hz, BCG mean forward, RSI", variant(DEFAULT200), (0.05, 0.0)),
         ("default 200 Hz, plain step, from frame 0", variant(DEFAULT200, bcg={"mode": "plain"}, reference_state_init=False), (0.0,)),
     ]
+    frame0 = {"bcg": {"mode": "plain"}, "reference_state_init": False}
+    if follow_up == "solver":
+        import bcg_train.tasks.imitation as imitation
+
+        built = imitation.training_model
+
+        def more_iterations(task_cfg, robot):
+            model = built(task_cfg, robot)
+            model.opt.iterations, model.opt.ls_iterations = 10, 10
+            return model
+
+        imitation.training_model = more_iterations  # the task builds its model through this name
+        variants = [(f"{m}, plain step, from frame 0, 10/10 solver iterations", variant(p, **frame0), (0.0,))
+                    for m, p in (("stiff 250 Hz", STIFF250), ("default 200 Hz", DEFAULT200))]
+    elif follow_up == "float64":
+        variants = [(f"{m}, plain step, from frame 0, float64", variant(p, **frame0), (0.0,))
+                    for m, p in (("stiff 250 Hz", STIFF250), ("default 200 Hz", DEFAULT200))]
     rows = []
     for name, cfg, noises in variants:
         task = make_task(cfg)
@@ -72,6 +96,7 @@ def mjx_part(checkpoint: Path, out: Path) -> None:
                 obs = task.observe(env)
                 eps = noise_std * jax.random.normal(k, (NUM_ENVS, task.action_size))
                 action = jnp.clip(policy_action(actor, stats, obs, shac.obs_clip, shac.action_clip) + eps, -shac.action_clip, shac.action_clip)
+                action = action.astype(jnp.float32)  # float64 observations under x64
                 env, step = task.step(env, action)
                 return env, (jnp.stack([step.metrics[n].sum() for n in names]), step.metrics["bundled"].mean(),
                              step.metrics["bundle_overflow"].mean())
@@ -152,6 +177,19 @@ def c_part(policy_path: Path, out: Path) -> None:
     out.write_text(json.dumps({"policy": str(policy_path), "seeds": [C_SEEDS.start, C_SEEDS.stop - 1], "rows": rows}, indent=2) + "\n")
 
 
+def float64_part(checkpoint: Path, out: Path) -> None:
+    import functools
+
+    import bcg_train.tasks.imitation as imitation
+    from bcg_train.sim.jax_setup import enable_float64
+
+    enable_float64()
+    imitation.SimConfig = functools.partial(imitation.SimConfig, float64=True)  # the task's MjxSim in float64
+    mjx_part(checkpoint, out, "float64")
+
+
 if __name__ == "__main__":
     part, source, target = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
-    {"mjx": mjx_part, "c": c_part}[part](source, target)
+    parts = {"mjx": mjx_part, "c": c_part, "float64": float64_part,
+             "solver": lambda checkpoint, out: mjx_part(checkpoint, out, "solver")}
+    parts[part](source, target)
