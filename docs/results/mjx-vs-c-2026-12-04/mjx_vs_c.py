@@ -70,25 +70,32 @@ def mjx_part(checkpoint: Path, out: Path, follow_up: str = "") -> None:
         ("default 200 Hz, plain step, from frame 0", variant(DEFAULT200, bcg={"mode": "plain"}, reference_state_init=False), (0.0,)),
     ]
     frame0 = {"bcg": {"mode": "plain"}, "reference_state_init": False}
-    if follow_up == "solver":
+    if follow_up in ("solver", "solver-split"):
         import bcg_train.tasks.imitation as imitation
 
         built = imitation.training_model
+        counts = [(10, 10)] if follow_up == "solver" else [(10, 4), (3, 10)]
+        models = (("stiff 250 Hz", STIFF250), ("default 200 Hz", DEFAULT200)) if follow_up == "solver" else (("stiff 250 Hz", STIFF250),)
+        variants = []
+        for newton, line_search in counts:
+            def with_iterations(task_cfg, robot, newton=newton, line_search=line_search):
+                model = built(task_cfg, robot)
+                model.opt.iterations, model.opt.ls_iterations = newton, line_search
+                return model
 
-        def more_iterations(task_cfg, robot):
-            model = built(task_cfg, robot)
-            model.opt.iterations, model.opt.ls_iterations = 10, 10
-            return model
-
-        imitation.training_model = more_iterations  # the task builds its model through this name
-        variants = [(f"{m}, plain step, from frame 0, 10/10 solver iterations", variant(p, **frame0), (0.0,))
-                    for m, p in (("stiff 250 Hz", STIFF250), ("default 200 Hz", DEFAULT200))]
+            for m, p in models:  # the task builds its model through imitation.training_model
+                variants.append((f"{m}, plain step, from frame 0, {newton}/{line_search} solver iterations",
+                                 (variant(p, **frame0), with_iterations), (0.0,)))
     elif follow_up == "float64":
         variants = [(f"{m}, plain step, from frame 0, float64", variant(p, **frame0), (0.0,))
                     for m, p in (("stiff 250 Hz", STIFF250), ("default 200 Hz", DEFAULT200))]
     rows = []
     for name, cfg, noises in variants:
+        if isinstance(cfg, tuple):
+            cfg, imitation.training_model = cfg
         task = make_task(cfg)
+        if follow_up == "float64":  # the randomized model fields in the sim's precision
+            task.base_friction, task.base_mass = (jnp.asarray(x, jnp.float64) for x in (task.base_friction, task.base_mass))
         shac = cfg.shac
 
         def chunk(env, key, noise_std):
@@ -131,9 +138,13 @@ def mjx_part(checkpoint: Path, out: Path, follow_up: str = "") -> None:
 
 
 def c_part(policy_path: Path, out: Path) -> None:
+    """Each rollout ends at its first termination (the task's low / tilted tests) or at its
+    first state outside the task's simulation bounds (``sim_failures`` in MJX: bcg_train.sim.failure),
+    checked after every control step as the MJX task checks them."""
     from tqdm import tqdm
 
     from bcg_robot.config import load_robot_config
+    from bcg_robot.model import joint_dof_indices
     from bcg_robot.onnx_policy import OnnxPolicy
     from bcg_robot.paths import share_file
     from bcg_train.evaluate.rollout import rollout
@@ -145,11 +156,14 @@ def c_part(policy_path: Path, out: Path) -> None:
     robot = load_robot_config()
     policy = OnnxPolicy.load(policy_path, robot)
     reference = load_reference_motion(share_file(f"models/motions/{policy.contract.motion_id}.csv"), robot)
+    speed_limit = np.asarray(robot.velocity)
     rows = []
     for name, cfg_path in (("stiff 250 Hz, from frame 0", STIFF250), ("default 200 Hz, from frame 0", DEFAULT200)):
         cfg = load_train_config(cfg_path)
-        model, term = training_model(cfg.task, robot), cfg.task.termination
-        ends = {"low": 0, "tilted": 0}
+        model, term, bounds = training_model(cfg.task, robot), cfg.task.termination, cfg.task.sim_bounds
+        di = joint_dof_indices(model, robot)
+        ends = {"low": 0, "tilted": 0, "sim_failures": 0}
+        failures = {"non-finite": 0, "joint speed": 0, "root height": 0, "root speed": 0, "root distance": 0}
         steps = 0
         for seed in tqdm(C_SEEDS, desc=name, leave=False):
             first = []
@@ -157,23 +171,37 @@ def c_part(policy_path: Path, out: Path) -> None:
             def on_frame(data, t, first=first):
                 if first:
                     return
-                if data.qpos[2] < term.min_root_height:
-                    first.append(("low", t))
+                k = int(round(t / robot.control_dt))
+                ref_root = reference.root_pos[(k + 1) % reference.num_frames]
+                failed = {
+                    "non-finite": not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()),
+                    "joint speed": bool(np.any(np.abs(data.qvel[di]) > bounds.joint_speed_factor * speed_limit)),
+                    "root height": data.qpos[2] > bounds.max_root_height,
+                    "root speed": np.linalg.norm(data.qvel[:3]) > bounds.max_root_speed,
+                    "root distance": np.linalg.norm(data.qpos[:3] - ref_root) > bounds.max_root_distance,
+                }
+                if any(failed.values()):
+                    first.append(("sim_failures", t, [n for n, hit in failed.items() if hit]))
+                elif data.qpos[2] < term.min_root_height:
+                    first.append(("low", t, []))
                 elif tilt_cos(data.qpos[3:7]) < np.cos(term.max_tilt):
-                    first.append(("tilted", t))
+                    first.append(("tilted", t, []))
 
             result = rollout(policy, model, robot, reference, seed, 8.0, cfg.task.domain, on_frame=on_frame)
             if first:
-                ends[first[0][0]] += 1
-                steps += int(round(first[0][1] / robot.control_dt)) + 1
+                reason, t, which = first[0]
+                ends[reason] += 1
+                for n in which:
+                    failures[n] += 1
+                steps += int(round(t / robot.control_dt)) + 1
             else:
                 steps += len(result.time)
         per = {k: v * PER / steps for k, v in ends.items()}
         row = {"variant": name, "engine": "mujoco C", "noise_std": 0.0, "env_steps": steps, "episodes": len(C_SEEDS),
-               "ends_per_256": sum(per.values()), "by_reason_per_256": per}
+               "ends_per_256": sum(per.values()), "by_reason_per_256": per, "ends": ends, "failed_bounds": failures}
         rows.append(row)
         print(f"{name:<45} C  ends/256 {row['ends_per_256']:.2f}  " + "  ".join(f"{k} {v:.2f}" for k, v in per.items())
-              + f"  ({sum(ends.values())} ends in {steps} steps)", flush=True)
+              + f"  ({sum(ends.values())} ends in {steps} steps; bounds {failures})", flush=True)
     out.write_text(json.dumps({"policy": str(policy_path), "seeds": [C_SEEDS.start, C_SEEDS.stop - 1], "rows": rows}, indent=2) + "\n")
 
 
@@ -191,5 +219,6 @@ def float64_part(checkpoint: Path, out: Path) -> None:
 if __name__ == "__main__":
     part, source, target = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     parts = {"mjx": mjx_part, "c": c_part, "float64": float64_part,
-             "solver": lambda checkpoint, out: mjx_part(checkpoint, out, "solver")}
+             "solver": lambda checkpoint, out: mjx_part(checkpoint, out, "solver"),
+             "solver-split": lambda checkpoint, out: mjx_part(checkpoint, out, "solver-split")}
     parts[part](source, target)
