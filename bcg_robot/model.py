@@ -4,7 +4,7 @@ Two variants, one builder:
 
 ``train``
     For MJX and its gradients: primitive colliders only (meshes removed), each foot
-    as 4 contact spheres, Euler integrator, Newton solver with 3 iterations (run by
+    as 4 contact spheres, Euler integrator, Newton solver with 3 iterations by default (run by
     :mod:`bcg_train.sim.solver` under ``scan`` so reverse mode works; with 1 iteration
     MJX lets the G1 diverge), physics step 200-250 Hz, contact stiffness
     from a preset. Only feet, pelvis, torso and head touch the floor; no self-collision.
@@ -59,9 +59,13 @@ CONTACT_PRESETS: dict[str, ContactPreset] = {
 }
 
 TRAIN_DT_RANGE = (1 / 250, 1 / 200)
-# Newton iterations of the train variant. One lets the G1 in MJX go NaN (float32) under
-# 0.05 rad action noise; 2-20 keep it finite (measured on the standing G1). 3 leaves a margin.
+# Newton and line-search iterations of the train variant (defaults; a task may set others).
+# One Newton iteration lets the G1 in MJX go NaN (float32) under 0.05 rad action noise; 2-20
+# keep it finite (measured on the standing G1). But finite is not faithful: with 3/4 a squat
+# policy's MJX episodes end 3-6x as often as in MuJoCo C on the same model, with 10/10 as
+# often (docs/results/mjx-vs-c-2026-12-04/); MuJoCo C itself is fine with 3/4.
 TRAIN_SOLVER_ITERATIONS = 3
+TRAIN_LS_ITERATIONS = 4
 BRIDGE_DT_RANGE = (1 / 1000, 1 / 500)
 
 # Foot contact spheres in the ankle-roll frame (x forward, y left, z up), metres.
@@ -202,9 +206,16 @@ def build_spec(
     variant: Variant = "train",
     physics_dt: float | None = None,
     contact: ContactName | None = None,
+    solver_iterations: int | None = None,
+    ls_iterations: int | None = None,
 ) -> mujoco.MjSpec:
     if variant not in ("train", "bridge"):
         raise ValueError(f"unknown model variant '{variant}' (train | bridge)")
+    if variant == "bridge" and (solver_iterations is not None or ls_iterations is not None):
+        raise ValueError("solver_iterations / ls_iterations are settings of the train variant (the bridge runs MuJoCo's defaults)")
+    for name, value in (("solver_iterations", solver_iterations), ("ls_iterations", ls_iterations)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
     dt = physics_dt if physics_dt is not None else (0.005 if variant == "train" else 0.002)
     _check_dt(variant, dt)
     preset_name = contact if contact is not None else ("default" if variant == "train" else "stiff")
@@ -221,8 +232,8 @@ def build_spec(
         _set_robot_collision_filter(spec, set(feet) | set(TRAIN_BODY_COLLIDERS))
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
         spec.option.solver = mujoco.mjtSolver.mjSOL_NEWTON
-        spec.option.iterations = TRAIN_SOLVER_ITERATIONS
-        spec.option.ls_iterations = 4
+        spec.option.iterations = TRAIN_SOLVER_ITERATIONS if solver_iterations is None else solver_iterations
+        spec.option.ls_iterations = TRAIN_LS_ITERATIONS if ls_iterations is None else ls_iterations
         # sparse mass matrix: MJX factors it in plain JAX, no batched LAPACK kernel
         # (those deadlock XLA's thread pool on 2-core CPUs; see bcg_train/sim/linalg.py)
         spec.option.jacobian = mujoco.mjtJacobian.mjJAC_SPARSE
@@ -246,9 +257,13 @@ def build_model(
     variant: Variant = "train",
     physics_dt: float | None = None,
     contact: ContactName | None = None,
+    solver_iterations: int | None = None,
+    ls_iterations: int | None = None,
 ) -> mujoco.MjModel:
-    """Compile a model variant. See the module docstring for what each variant is."""
-    return build_spec(cfg, variant, physics_dt, contact).compile()
+    """Compile a model variant. See the module docstring for what each variant is.
+    ``solver_iterations`` / ``ls_iterations``: the train variant's Newton and line-search
+    iterations (default :data:`TRAIN_SOLVER_ITERATIONS` / :data:`TRAIN_LS_ITERATIONS`)."""
+    return build_spec(cfg, variant, physics_dt, contact, solver_iterations, ls_iterations).compile()
 
 
 def joint_qpos_indices(model: mujoco.MjModel, cfg: RobotConfig) -> np.ndarray:

@@ -73,6 +73,11 @@ class ImitationConfig:
     motion_fps: float = 30.0
     contact: str = "default"  # contact preset of the train model (soft | default | stiff)
     physics_dt: float = 0.005
+    # the train model's Newton and line-search iterations (bcg_robot.model). MJX at 3/4 ends
+    # a squat policy's episodes 3-6x as often as MuJoCo C on the same model; 10/10 matches it
+    # (docs/results/mjx-vs-c-2026-12-04/). Each iteration costs step time and compile.
+    solver_iterations: int = 3
+    ls_iterations: int = 4
     episode_length_s: float = 10.0
     reference_state_init: bool = True
     observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC
@@ -102,4 +107,7 @@ class ImitationConfig:
             raise ValueError(f"contact: unknown preset '{self.contact}' (soft | default | stiff)")
         if self.episode_length_s <= 0:
             raise ValueError("episode_length_s must be > 0")
+        for name in ("solver_iterations", "ls_iterations"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         self.domain.validate()

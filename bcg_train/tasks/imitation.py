@@ -54,8 +54,10 @@ from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, an
 
 
 def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
-    """The ``train`` model variant as this task simulates it (its contact preset)."""
-    return build_model(robot, "train", physics_dt=cfg.physics_dt, contact=cfg.contact)
+    """The ``train`` model variant as this task simulates it (its rate, contact preset and
+    solver iterations)."""
+    return build_model(robot, "train", physics_dt=cfg.physics_dt, contact=cfg.contact,
+                       solver_iterations=cfg.solver_iterations, ls_iterations=cfg.ls_iterations)
 
 
 def resolve_share_path(path: str) -> Path:

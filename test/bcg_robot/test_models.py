@@ -48,6 +48,15 @@ def test_train_variant_is_mjx_shaped(cfg):
     assert all(model.geom_contype[g] == 0 for g in robot)
 
 
+def test_train_solver_iterations_are_settable_and_only_on_the_train_variant(cfg):
+    model = build_model(cfg, "train", solver_iterations=10, ls_iterations=6)
+    assert (model.opt.iterations, model.opt.ls_iterations) == (10, 6)
+    with pytest.raises(ValueError, match="settings of the train variant"):
+        build_model(cfg, "bridge", solver_iterations=10)
+    with pytest.raises(ValueError, match="ls_iterations must be >= 1, got 0"):
+        build_model(cfg, "train", ls_iterations=0)
+
+
 def test_bridge_variant_keeps_meshes_and_uses_implicitfast(cfg):
     model = build_model(cfg, "bridge")
     assert model.nmesh > 0

@@ -186,6 +186,24 @@ def test_train_config_rejects_unknown_keys_and_bad_values(tmp_path):
         load_train_config(good, "tpu")
 
 
+def test_solver_iterations_reach_the_train_model_and_bad_counts_are_errors(tmp_path):
+    from bcg_robot.config import load_robot_config
+    from bcg_robot.model import TRAIN_LS_ITERATIONS, TRAIN_SOLVER_ITERATIONS
+    from bcg_train.tasks.imitation import training_model
+
+    robot = load_robot_config()
+    squat = load_train_config(share_file("config/train/squat.yaml"))
+    model = training_model(squat.task, robot)
+    assert (model.opt.iterations, model.opt.ls_iterations) == (TRAIN_SOLVER_ITERATIONS, TRAIN_LS_ITERATIONS)
+    child = tmp_path / "child.yaml"
+    child.write_text(f"extends: {share_file('config/train/squat.yaml')}\ntask:\n  solver_iterations: 10\n  ls_iterations: 8\n")
+    model = training_model(load_train_config(child).task, robot)
+    assert (model.opt.iterations, model.opt.ls_iterations) == (10, 8)
+    child.write_text(f"extends: {share_file('config/train/squat.yaml')}\ntask:\n  solver_iterations: 0\n")
+    with pytest.raises(ConfigError, match="solver_iterations must be >= 1, got 0"):
+        load_train_config(child)
+
+
 def test_train_config_extends_another_file(tmp_path):
     stand = load_train_config(share_file("config/train/stand.yaml"))
     plain = load_train_config(share_file("config/train/stand_plain.yaml"))
