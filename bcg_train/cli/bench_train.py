@@ -16,8 +16,10 @@ times it. Reported per row:
   update (``critic_iterations`` passes over the window) is compiled and timed on its own,
   the rest of the iteration (rollout, backward pass, actor step) is the difference.
 
-Ratios come from the same run: BCG over plain at each ``num_envs``. Output: a table on
-stdout and a JSON file ``{"rows": [...], "ratios": [...], "settings": {...}}``.
+Ratios come from the same run: BCG over plain at each ``num_envs`` (and solver iteration
+count); with several ``--solver-iterations``, each row over the row of the first count.
+Output: a table on stdout and a JSON file ``{"rows": [...], "ratios": [...],
+"solver_ratios": [...], "settings": {...}}``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class BenchSpec:
     contact: str | None = None  # None: the task config's
     bundle_slots: int | None = None  # None: the task config's
     force_threshold: float | None = None  # BCG's trigger tau in N; None: the task config's
+    physics_dt: float | None = None  # G1 tasks: the train model's physics step; None: the config's
+    solver_iterations: int | None = None  # G1 tasks: the train model's Newton iterations; None: the config's
 
 
 def _learner_and_task(spec: BenchSpec):
@@ -83,6 +87,10 @@ def _learner_and_task(spec: BenchSpec):
             overrides["task"]["contact"] = spec.contact
         if spec.force_threshold is not None:
             overrides["task"]["bcg"]["force_threshold"] = spec.force_threshold
+        if spec.physics_dt is not None:
+            overrides["task"]["physics_dt"] = spec.physics_dt
+        if spec.solver_iterations is not None:
+            overrides["task"]["solver_iterations"] = spec.solver_iterations
         train_cfg = load_train_config(TRAIN_CONFIG_DIR / f"{spec.task}.yaml", spec.preset, overrides)
         train_cfg.validate()
         shac, task = train_cfg.shac, make_task(train_cfg)
@@ -144,6 +152,8 @@ def run_worker(spec: BenchSpec) -> dict[str, Any]:
         "overflow_fraction": round(float(np.mean(overflow)), 4),
         "bundle_slots": task.bsim.config.bundle_slots,
         "force_threshold": task.bsim.config.force_threshold,
+        "physics_dt": float(task.mj_model.opt.timestep),
+        "solver_iterations": int(task.mj_model.opt.iterations),
         "s_rollout_backward": round(max(s_iter - s_critic, 0.0), 4),
         "s_critic_update": round(s_critic, 4),
         "horizon": h,
@@ -157,16 +167,18 @@ def run_worker(spec: BenchSpec) -> dict[str, Any]:
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each BCG row over the plain row of its (task, num_envs), where both ran."""
-    plain = {(r["task"], r["num_envs"]): r for r in rows if r["estimator"] == "plain"}
+    """Each BCG row over the plain row of its (task, num_envs, solver iterations), where both ran."""
+    key = lambda r: (r["task"], r["num_envs"], r.get("solver_iterations"))
+    plain = {key(r): r for r in rows if r["estimator"] == "plain"}
     out = []
     for bcg in rows:
-        base = plain.get((bcg["task"], bcg["num_envs"]))
+        base = plain.get(key(bcg))
         if bcg["estimator"] != "bcg" or base is None:
             continue
         out.append({
             "task": bcg["task"], "num_envs": bcg["num_envs"],
             **({"force_threshold": bcg["force_threshold"]} if "force_threshold" in bcg else {}),
+            **({"solver_iterations": bcg["solver_iterations"]} if "solver_iterations" in bcg else {}),
             "bcg_over_plain_s_per_iteration": round(bcg["s_per_iteration"] / base["s_per_iteration"], 2),
             "bcg_over_plain_compile_s": round(bcg["compile_s"] / base["compile_s"], 2),
             "bcg_over_plain_peak_rss_gb": round(bcg["peak_rss_gb"] / base["peak_rss_gb"], 2),
@@ -174,20 +186,46 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def format_table(rows: list[dict[str, Any]], ratio_rows: list[dict[str, Any]]) -> str:
-    head = (f"{'task':<10} {'envs':>5} {'estimator':<9} {'compile s':>9} {'peak GB':>8} {'s/iter':>8} {'steps/s':>8} {'bundled':>8} "
+def solver_ratios(rows: list[dict[str, Any]], counts: list[int] | None) -> list[dict[str, Any]]:
+    """With several solver iteration counts: each row over the row of the first count with
+    the same task, num_envs, estimator and trigger threshold."""
+    if not counts or len(counts) < 2:
+        return []
+    key = lambda r: (r["task"], r["num_envs"], r["estimator"], r.get("force_threshold"))
+    base = {key(r): r for r in rows if r.get("solver_iterations") == counts[0]}
+    out = []
+    for r in rows:
+        b = base.get(key(r))
+        if b is None or r is b:
+            continue
+        out.append({
+            "task": r["task"], "num_envs": r["num_envs"], "estimator": r["estimator"],
+            "solver_iterations": r["solver_iterations"], "over_solver_iterations": counts[0],
+            "s_per_iteration_ratio": round(r["s_per_iteration"] / b["s_per_iteration"], 2),
+            "compile_s_ratio": round(r["compile_s"] / b["compile_s"], 2),
+            "peak_rss_gb_ratio": round(r["peak_rss_gb"] / b["peak_rss_gb"], 2),
+        })
+    return out
+
+
+def format_table(rows: list[dict[str, Any]], ratio_rows: list[dict[str, Any]], solver_rows: list[dict[str, Any]] = ()) -> str:
+    head = (f"{'task':<10} {'envs':>5} {'estimator':<9} {'solver':>6} {'compile s':>9} {'peak GB':>8} {'s/iter':>8} {'steps/s':>8} {'bundled':>8} "
             f"{'overflow':>8} {'rollout+bwd s':>13} {'critic s':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
-            f"{r['task']:<10} {r['num_envs']:>5} {r['estimator']:<9} {r['compile_s']:>9.1f} {r['peak_rss_gb']:>8.2f} "
+            f"{r['task']:<10} {r['num_envs']:>5} {r['estimator']:<9} {r.get('solver_iterations', '-'):>6} {r['compile_s']:>9.1f} {r['peak_rss_gb']:>8.2f} "
             f"{r['s_per_iteration']:>8.3f} {r['env_steps_per_s']:>8.1f} {r['bundled_fraction']:>8.3f} {r.get('overflow_fraction', 0.0):>8.3f} "
             f"{r['s_rollout_backward']:>13.3f} {r['s_critic_update']:>9.3f}"
         )
     for q in ratio_rows:
         tau = f" (tau {q['force_threshold']:g} N)" if q.get("force_threshold") is not None else ""
+        tau += f" ({q['solver_iterations']} solver iterations)" if q.get("solver_iterations") is not None else ""
         lines.append(f"{q['task']} x{q['num_envs']}{tau}: BCG / plain = {q['bcg_over_plain_s_per_iteration']:.2f}x per iteration, "
                      f"{q['bcg_over_plain_compile_s']:.2f}x compile, {q['bcg_over_plain_peak_rss_gb']:.2f}x peak memory")
+    for q in solver_rows:
+        lines.append(f"{q['task']} x{q['num_envs']} {q['estimator']}: {q['solver_iterations']} / {q['over_solver_iterations']} solver iterations = "
+                     f"{q['s_per_iteration_ratio']:.2f}x per iteration, {q['compile_s_ratio']:.2f}x compile, {q['peak_rss_gb_ratio']:.2f}x peak memory")
     return "\n".join(lines)
 
 
@@ -212,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--estimators", nargs="+", choices=ESTIMATORS, default=list(ESTIMATORS))
     p.add_argument("--iterations", type=int, default=5, help="timed iterations per row after the compile (>= 5)")
     p.add_argument("--horizon", type=int, default=None, help="override the config's SHAC horizon")
+    p.add_argument("--physics-dt", type=float, default=None, help="G1 tasks: the train model's physics step in s (default: the config's)")
+    p.add_argument("--solver-iterations", type=int, nargs="+", default=None,
+                   help="G1 tasks: the train model's Newton iterations: rows for each value (default: the config's)")
     p.add_argument("--contact", choices=("soft", "default", "stiff"), default="stiff", help="contact preset (default stiff)")
     p.add_argument("--bundle-slots", type=int, nargs="+", default=None,
                    help="BCG's bundle slots M (0: every environment): one value, or one per --num-envs (default: the config's)")
@@ -242,11 +283,16 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("bcg-bench-train: --bundle-slots takes one value >= 0, or one per --num-envs")
     if args.tau is not None and min(args.tau) < 0:
         raise SystemExit("bcg-bench-train: --tau must be >= 0")
+    if args.task == HOPPER and (args.physics_dt is not None or args.solver_iterations is not None):
+        raise SystemExit("bcg-bench-train: --physics-dt and --solver-iterations are for G1 tasks (the hopper runs the claim's model)")
+    if args.solver_iterations is not None and min(args.solver_iterations) < 1:
+        raise SystemExit("bcg-bench-train: --solver-iterations must be >= 1")
     from tqdm import tqdm
 
     preset = None if args.task == HOPPER else args.preset
     specs = [
-        BenchSpec(args.task, preset, n, est, args.iterations, args.horizon, args.contact, m, tau)
+        BenchSpec(args.task, preset, n, est, args.iterations, args.horizon, args.contact, m, tau, args.physics_dt, solver)
+        for solver in (args.solver_iterations or [None])
         for n, m in zip(args.num_envs, slots) for est in args.estimators
         for tau in ([None] if est == "plain" or args.tau is None else args.tau)
     ]
@@ -261,12 +307,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rows.append(row)
             tqdm.write(f"{spec.task} x{spec.num_envs} {spec.estimator}"
-                       f"{'' if spec.force_threshold is None else f' tau {spec.force_threshold:g} N'}: {row['s_per_iteration']:.3f} s/iteration, "
+                       f"{'' if spec.force_threshold is None else f' tau {spec.force_threshold:g} N'}"
+                       f"{'' if spec.solver_iterations is None else f' {spec.solver_iterations} solver iterations'}: {row['s_per_iteration']:.3f} s/iteration, "
                        f"compile {row['compile_s']:.0f} s, peak {row['peak_rss_gb']:.1f} GB")
         # written after every row: a long run that dies keeps what it measured
-        ratio_rows = ratios(rows)
-        args.out.write_text(json.dumps({"rows": rows, "ratios": ratio_rows, "failed": failed, "settings": settings}, indent=2) + "\n")
-    print(format_table(rows, ratio_rows))
+        ratio_rows, solver_rows = ratios(rows), solver_ratios(rows, args.solver_iterations)
+        args.out.write_text(json.dumps({"rows": rows, "ratios": ratio_rows, "solver_ratios": solver_rows, "failed": failed,
+                                        "settings": settings}, indent=2) + "\n")
+    print(format_table(rows, ratio_rows, solver_rows))
     print(f"wrote {args.out}")
     return 1 if failed else 0
 

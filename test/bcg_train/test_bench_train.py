@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bcg_train.cli.bench_train import ROW_KEYS, format_table, main, ratios
+from bcg_train.cli.bench_train import ROW_KEYS, format_table, main, ratios, solver_ratios
 
 
 def _row(n, estimator, s, compile_s=10.0, rss=2.0):
@@ -33,6 +33,20 @@ def test_each_trigger_threshold_gets_its_ratio_to_the_one_plain_row():
     assert "squat x8 (tau 400 N): BCG / plain = 4.00x" in table and "squat x8 (tau 800 N): BCG / plain = 1.50x" in table
 
 
+def test_solver_iteration_counts_pair_bcg_with_plain_at_the_same_count_and_get_their_own_ratios():
+    rows = [{**_row(8, est, s), "solver_iterations": n} for n, est, s in
+            ((3, "plain", 2.0), (3, "bcg", 5.0), (10, "plain", 5.0), (10, "bcg", 10.0))]
+    three, ten = ratios(rows)
+    assert (three["solver_iterations"], three["bcg_over_plain_s_per_iteration"]) == (3, 2.5)
+    assert (ten["solver_iterations"], ten["bcg_over_plain_s_per_iteration"]) == (10, 2.0)
+    plain, bcg = solver_ratios(rows, [3, 10])
+    assert (plain["estimator"], plain["s_per_iteration_ratio"], bcg["estimator"], bcg["s_per_iteration_ratio"]) == ("plain", 2.5, "bcg", 2.0)
+    assert solver_ratios(rows, [3]) == [] and solver_ratios(rows, None) == []
+    table = format_table(rows, [three, ten], [plain, bcg])
+    assert "squat x8 (10 solver iterations): BCG / plain = 2.00x" in table
+    assert "squat x8 plain: 10 / 3 solver iterations = 2.50x per iteration" in table
+
+
 def test_the_committed_throughput_run_has_the_promised_shape_and_its_own_ratios():
     data = json.loads((Path(__file__).resolve().parents[2] / "docs/results/train-throughput/throughput.json").read_text())
     assert {(r["num_envs"], r["estimator"]) for r in data["rows"]} == {(8, "plain"), (8, "bcg"), (32, "plain"), (32, "bcg")}
@@ -42,7 +56,8 @@ def test_the_committed_throughput_run_has_the_promised_shape_and_its_own_ratios(
 
 @pytest.mark.parametrize("argv, message", [(["--iterations", "3"], "--iterations must be >= 5"), (["--num-envs", "0"], "--num-envs must be >= 1"),
     (["--num-envs", "8", "32", "--bundle-slots", "1", "2", "3"], "--bundle-slots takes one value"),
-    (["--tau", "800", "-1"], "--tau must be >= 0")])
+    (["--tau", "800", "-1"], "--tau must be >= 0"), (["--solver-iterations", "3", "0"], "--solver-iterations must be >= 1"),
+    (["--task", "hopper", "--physics-dt", "0.004"], "--physics-dt and --solver-iterations are for G1 tasks")])
 def test_bad_arguments_are_one_line_errors(argv, message, tmp_path):
     with pytest.raises(SystemExit, match=message):
         main(argv + ["--out", str(tmp_path / "t.json")])

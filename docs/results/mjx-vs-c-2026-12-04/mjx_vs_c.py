@@ -70,11 +70,11 @@ def mjx_part(checkpoint: Path, out: Path, follow_up: str = "") -> None:
         ("default 200 Hz, plain step, from frame 0", variant(DEFAULT200, bcg={"mode": "plain"}, reference_state_init=False), (0.0,)),
     ]
     frame0 = {"bcg": {"mode": "plain"}, "reference_state_init": False}
-    if follow_up in ("solver", "solver-split"):
+    if follow_up in ("solver", "solver-split", "solver-sweep"):
         import bcg_train.tasks.imitation as imitation
 
         built = imitation.training_model
-        counts = [(10, 10)] if follow_up == "solver" else [(10, 4), (3, 10)]
+        counts = {"solver": [(10, 10)], "solver-split": [(10, 4), (3, 10)], "solver-sweep": [(4, 4), (6, 4)]}[follow_up]
         models = (("stiff 250 Hz", STIFF250), ("default 200 Hz", DEFAULT200)) if follow_up == "solver" else (("stiff 250 Hz", STIFF250),)
         variants = []
         for newton, line_search in counts:
@@ -220,5 +220,6 @@ if __name__ == "__main__":
     part, source, target = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     parts = {"mjx": mjx_part, "c": c_part, "float64": float64_part,
              "solver": lambda checkpoint, out: mjx_part(checkpoint, out, "solver"),
-             "solver-split": lambda checkpoint, out: mjx_part(checkpoint, out, "solver-split")}
+             "solver-split": lambda checkpoint, out: mjx_part(checkpoint, out, "solver-split"),
+             "solver-sweep": lambda checkpoint, out: mjx_part(checkpoint, out, "solver-sweep")}
     parts[part](source, target)
