@@ -61,10 +61,12 @@ CONTACT_PRESETS: dict[str, ContactPreset] = {
 TRAIN_DT_RANGE = (1 / 250, 1 / 200)
 # Newton and line-search iterations of the train variant (defaults; a task may set others).
 # One Newton iteration lets the G1 in MJX go NaN (float32) under 0.05 rad action noise; 2-20
-# keep it finite (measured on the standing G1). But finite is not faithful: with 3/4 a squat
-# policy's MJX episodes end 3-6x as often as in MuJoCo C on the same model, with 10/10 as
-# often (docs/results/mjx-vs-c-2026-12-04/); MuJoCo C itself is fine with 3/4.
-TRAIN_SOLVER_ITERATIONS = 3
+# keep it finite (measured on the standing G1). But finite is not faithful: with 3 a squat
+# policy's MJX episodes end 3-6x as often as in MuJoCo C on the same model, with 4, 6 or 10
+# as often (docs/results/mjx-vs-c-2026-12-04/; MuJoCo C itself is fine with 3). 4 also made
+# a SHAC+BCG iteration 2.7x cheaper: the unconverged solve's force spikes triggered bundles
+# (docs/results/solver-iterations-cost-2026-12-04/).
+TRAIN_SOLVER_ITERATIONS = 4
 TRAIN_LS_ITERATIONS = 4
 BRIDGE_DT_RANGE = (1 / 1000, 1 / 500)
 

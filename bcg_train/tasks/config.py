@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from bcg_robot.action_offset import check_action_offset
+from bcg_robot.model import TRAIN_LS_ITERATIONS, TRAIN_SOLVER_ITERATIONS
 from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, check_observation_spec
 from bcg_train.bcg.config import BCGConfig
 from bcg_train.sim.bounds import SimBounds
@@ -73,11 +74,10 @@ class ImitationConfig:
     motion_fps: float = 30.0
     contact: str = "default"  # contact preset of the train model (soft | default | stiff)
     physics_dt: float = 0.005
-    # the train model's Newton and line-search iterations (bcg_robot.model). MJX at 3/4 ends
-    # a squat policy's episodes 3-6x as often as MuJoCo C on the same model; 10/10 matches it
-    # (docs/results/mjx-vs-c-2026-12-04/). Each iteration costs step time and compile.
-    solver_iterations: int = 3
-    ls_iterations: int = 4
+    # the train model's Newton and line-search iterations (bcg_robot.model, where the
+    # defaults are measured and explained)
+    solver_iterations: int = TRAIN_SOLVER_ITERATIONS
+    ls_iterations: int = TRAIN_LS_ITERATIONS
     episode_length_s: float = 10.0
     reference_state_init: bool = True
     observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC
