@@ -4,7 +4,7 @@ Two variants, one builder:
 
 ``train``
     For MJX and its gradients: primitive colliders only (meshes removed), each foot
-    as 4 contact spheres, Euler integrator, Newton solver with 3 iterations by default (run by
+    as 4 contact spheres, Euler integrator, Newton solver with 4 iterations by default (run by
     :mod:`bcg_train.sim.solver` under ``scan`` so reverse mode works; with 1 iteration
     MJX lets the G1 diverge), physics step 200-250 Hz, contact stiffness
     from a preset. Only feet, pelvis, torso and head touch the floor; no self-collision.
