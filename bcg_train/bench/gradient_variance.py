@@ -47,6 +47,7 @@ class BenchSettings:
     estimators: tuple[str, ...] = ("plain", "bcg", "global_smoothing")
     physics_dt: float = 0.005
     float64: bool = False
+    solver_iterations: int | None = None  # the train model's Newton iterations (None: bcg_robot.model's default)
     seed: int = 0
 
 
@@ -55,7 +56,8 @@ def run_benchmark(settings: BenchSettings, progress=None) -> dict[str, dict[str,
     from bcg_robot.config import load_robot_config
     from bcg_train.tasks.g1_landing import build_landing_problem, landing_cost
 
-    problem = build_landing_problem(load_robot_config(), settings.drop_height, settings.physics_dt, settings.float64)
+    problem = build_landing_problem(load_robot_config(), settings.drop_height, settings.physics_dt, settings.float64,
+                                    settings.solver_iterations)
     cost = landing_cost(problem)
     actions = jnp.zeros((settings.horizon, problem.sim.mj_model.nu), problem.sim.dtype)
     results: dict[str, dict[str, GradientStatistics]] = {}

@@ -32,10 +32,14 @@ def parse_args(argv=None) -> tuple[BenchSettings, Path]:
     p.add_argument("--presets", nargs="+", default=list(d.presets), choices=["soft", "default", "stiff"])
     p.add_argument("--estimators", nargs="+", default=list(d.estimators), choices=[e.value for e in Estimator])
     p.add_argument("--physics-dt", type=float, default=d.physics_dt)
+    p.add_argument("--solver-iterations", type=int, default=None,
+                   help="the train model's Newton iterations (default: bcg_robot.model's, 4)")
     p.add_argument("--float64", action="store_true")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--out-dir", type=Path, default=Path("runs/bench_gradients"))
     a = p.parse_args(argv)
+    if a.solver_iterations is not None and a.solver_iterations < 1:
+        p.error(f"--solver-iterations must be >= 1, got {a.solver_iterations}")
     settings = BenchSettings(
         num_starts=a.num_starts,
         horizon=a.horizon,
@@ -50,6 +54,7 @@ def parse_args(argv=None) -> tuple[BenchSettings, Path]:
         physics_dt=a.physics_dt,
         float64=a.float64,
         seed=a.seed,
+        solver_iterations=a.solver_iterations,
     )
     return settings, a.out_dir
 

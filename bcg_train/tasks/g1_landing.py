@@ -30,9 +30,12 @@ class LandingProblem:
 
 
 def build_landing_problem(
-    cfg: RobotConfig, drop_height: float, physics_dt: float = 0.005, float64: bool = False
+    cfg: RobotConfig, drop_height: float, physics_dt: float = 0.005, float64: bool = False,
+    solver_iterations: int | None = None,
 ) -> LandingProblem:
-    models = {name: build_model(cfg, "train", physics_dt=physics_dt, contact=name) for name in PRESETS}
+    """``solver_iterations``: the train model's Newton iterations (None: its default)."""
+    models = {name: build_model(cfg, "train", physics_dt=physics_dt, contact=name, solver_iterations=solver_iterations)
+              for name in PRESETS}
     base = models["stiff"]
     for name, m in models.items():
         if m.ngeom != base.ngeom or m.nq != base.nq:

@@ -20,3 +20,11 @@ def test_the_landing_problem_drops_the_g1_from_above_its_standing_height_with_on
     feet = timeconst["stiff"] != timeconst["soft"]
     assert feet.any() and (timeconst["stiff"][feet] < timeconst["default"][feet]).all()
     assert (timeconst["default"][feet] < timeconst["soft"][feet]).all()
+
+
+def test_the_landing_problem_takes_the_train_models_newton_iterations():
+    from bcg_robot.model import TRAIN_SOLVER_ITERATIONS
+
+    cfg = load_robot_config()
+    assert build_landing_problem(cfg, drop_height=0.05).sim.mj_model.opt.iterations == TRAIN_SOLVER_ITERATIONS
+    assert build_landing_problem(cfg, drop_height=0.05, solver_iterations=3).sim.mj_model.opt.iterations == 3
