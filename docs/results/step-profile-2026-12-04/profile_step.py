@@ -20,7 +20,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import mujoco
 import numpy as np
 from mujoco import mjx
 from mujoco.mjx._src import collision_driver, constraint, smooth
@@ -31,18 +30,18 @@ from bcg_robot.model import build_model, default_qpos
 from bcg_train.sim import solver
 
 
-def timed(fn, *args, repeats: int) -> tuple[float, float]:
-    """(compile s, median s per call) of ``jax.jit(fn)(*args)``."""
+def timed(fn, *args, repeats: int):
+    """(compile s, median s per call, output) of ``jax.jit(fn)(*args)``."""
     jitted = jax.jit(fn)
     t0 = time.perf_counter()
-    jax.block_until_ready(jitted(*args))
+    out = jax.block_until_ready(jitted(*args))
     compile_s = time.perf_counter() - t0
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         jax.block_until_ready(jitted(*args))
         times.append(time.perf_counter() - t0)
-    return compile_s, statistics.median(times)
+    return compile_s, statistics.median(times), out
 
 
 def main() -> None:
@@ -68,28 +67,27 @@ def main() -> None:
             return mjx.make_data(m).replace(qpos=q, qvel=v)
 
         data = jax.jit(jax.vmap(make))(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
-        # the input of every stage: the data as the stage before it leaves it
-        d_kin = jax.jit(jax.vmap(lambda d: smooth.com_pos(m, smooth.kinematics(m, d))))(data)
-        d_crb = jax.jit(jax.vmap(lambda d: smooth.factor_m(m, smooth.crb(m, d))))(d_kin)
-        d_col = jax.jit(jax.vmap(lambda d: collision_driver.collision(m, d)))(d_crb)
-        d_con = jax.jit(jax.vmap(lambda d: smooth.transmission(m, constraint.make_constraint(m, d))))(d_col)
-        d_vel = jax.jit(jax.vmap(lambda d: mjx.fwd_acceleration(m, mjx.fwd_actuation(m, mjx.fwd_velocity(m, d)))))(d_con)
-        d_sol = jax.jit(jax.vmap(lambda d: solver.solve(m, d)))(d_vel)
-        active = int(np.asarray(jnp.sum(d_col._impl.contact.dist < 0)) // args.num_envs)
-        stages = {
-            "kinematics + com_pos": (lambda d: smooth.com_pos(m, smooth.kinematics(m, d)), data),
-            "crb + factor_m (mass matrix)": (lambda d: smooth.factor_m(m, smooth.crb(m, d)), d_kin),
-            "collision": (lambda d: collision_driver.collision(m, d), d_crb),
-            "make_constraint + transmission": (lambda d: smooth.transmission(m, constraint.make_constraint(m, d)), d_col),
-            "velocity, actuation, smooth acceleration": (
-                lambda d: mjx.fwd_acceleration(m, mjx.fwd_actuation(m, mjx.fwd_velocity(m, d))), d_con),
-            f"Newton solve ({iterations} iterations)": (lambda d: solver.solve(m, d), d_vel),
-            "Euler integration": (lambda d: mjx.euler(m, d), d_sol),
-            "whole physics step (solver.step)": (lambda d: solver.step(m, d), data),
-        }
-        for name, (fn, d_in) in tqdm(stages.items(), desc=f"{iterations} Newton iterations"):
-            compile_s, s = timed(jax.vmap(fn), d_in, repeats=args.repeats)
+        # the stages in order; each is timed on the data the stage before it leaves
+        stages = [
+            ("kinematics + com_pos", lambda d: smooth.com_pos(m, smooth.kinematics(m, d))),
+            ("crb + factor_m (mass matrix)", lambda d: smooth.factor_m(m, smooth.crb(m, d))),
+            ("collision", lambda d: collision_driver.collision(m, d)),
+            ("make_constraint + transmission", lambda d: smooth.transmission(m, constraint.make_constraint(m, d))),
+            ("velocity, actuation, smooth acceleration",
+             lambda d: mjx.fwd_acceleration(m, mjx.fwd_actuation(m, mjx.fwd_velocity(m, d)))),
+            (f"Newton solve ({iterations} iterations)", lambda d: solver.solve(m, d)),
+            ("Euler integration", lambda d: mjx.euler(m, d)),
+        ]
+        d = data
+        for name, fn in tqdm(stages, desc=f"{iterations} Newton iterations"):
+            compile_s, s, out = timed(jax.vmap(fn), d, repeats=args.repeats)
             rows.append({"solver_iterations": iterations, "stage": name, "ms": 1e3 * s, "compile_s": compile_s})
+            if name == "collision":
+                active = int(np.asarray(jnp.sum(out._impl.contact.dist < 0)) // args.num_envs)
+            d = out
+        compile_s, s, _ = timed(jax.vmap(lambda d: solver.step(m, d)), data, repeats=args.repeats)
+        rows.append({"solver_iterations": iterations, "stage": "whole physics step (solver.step)", "ms": 1e3 * s,
+                     "compile_s": compile_s})
 
         def next_state(q, v, tau):
             d = jax.vmap(make)(q, v).replace(qfrc_applied=tau)
@@ -103,7 +101,7 @@ def main() -> None:
             out, vjp = jax.vjp(next_state, q, v, tau)
             return vjp(jax.tree_util.tree_map(jnp.ones_like, out))
 
-        compile_s, s = timed(grad_fn, q, v, tau, repeats=args.repeats)
+        compile_s, s, _ = timed(grad_fn, q, v, tau, repeats=args.repeats)
         rows.append({"solver_iterations": iterations, "stage": "whole step: forward + reverse-mode gradient (VJP)", "ms": 1e3 * s,
                      "compile_s": compile_s})
         rows.append({"solver_iterations": iterations, "stage": "penetrating contacts per env", "count": active})
