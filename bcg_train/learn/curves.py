@@ -98,14 +98,15 @@ def training_curves_figure(data: dict[str, list[float]], title: str):
 def run_comparison_figure(runs: dict[str, Path], smoothing: int = 25):
     """Runs side by side, one line each (label -> run folder holding ``metrics.csv`` and
     ``select/checkpoints.csv``): the training reward (trailing mean of ``smoothing``
-    iterations) by iteration and by wall time, and the falls and E_track of the
-    checkpoints the selection judged."""
+    iterations) by iteration and by wall time, the falls and E_track of the checkpoints
+    the selection judged, and the training episodes ended per iteration (trailing mean;
+    "not logged" where a run's metrics lack the column)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
+    fig, axes = plt.subplots(1, 5, figsize=(22, 4))
     for label, folder in runs.items():
         m, sel = read_metrics(Path(folder) / "metrics.csv"), read_metrics(Path(folder) / "select" / "checkpoints.csv")
         reward = trailing_mean(m["reward"], smoothing)
@@ -113,11 +114,17 @@ def run_comparison_figure(runs: dict[str, Path], smoothing: int = 25):
         axes[1].plot([w / 60 for w in m["wall_s"]], reward, label=label)
         axes[2].plot(sel["iteration"], sel["falls"], "o-", label=label)
         axes[3].plot(sel["iteration"], sel["e_track_cm"], "o-", label=label)
+        if "episodes_ended" in m:
+            axes[4].plot(m["iteration"], trailing_mean(m["episodes_ended"], smoothing), label=label)
     axes[0].set(xlabel="iteration", ylabel=f"reward per step (trailing mean of {smoothing})", title="training reward")
     axes[1].set(xlabel="wall time (min, compile included)", ylabel=f"reward per step (trailing mean of {smoothing})",
                 title="by wall time")
     axes[2].set(xlabel="iteration", ylabel="falls of 20", title="falls, selection seeds (DR on)")
     axes[3].set(xlabel="iteration", ylabel="cm", title="E_track, selection seeds")
+    axes[4].set(xlabel="iteration", ylabel=f"per iteration (trailing mean of {smoothing})",
+                title="training episodes ended (train model)")
+    if not axes[4].lines:
+        axes[4].text(0.5, 0.5, "not logged", ha="center", va="center", transform=axes[4].transAxes)
     for ax in axes:
         ax.grid(alpha=0.3)
     axes[0].legend()

@@ -97,17 +97,31 @@ def test_runs_are_compared_on_reward_and_on_the_selection_checkpoints(tmp_path):
     for label, falls in (("a", [6, 2]), ("b", [5, 11])):
         run = tmp_path / label
         (run / "select").mkdir(parents=True)
-        (run / "metrics.csv").write_text("iteration,reward,wall_s\n" + "".join(f"{i},{0.5 + 0.01 * i},{60.0 * i}\n"
-                                                                              for i in range(1, 5)))
+        (run / "metrics.csv").write_text("iteration,reward,wall_s,episodes_ended\n" + "".join(
+            f"{i},{0.5 + 0.01 * i},{60.0 * i},{2 * (i % 2)}\n" for i in range(1, 5)))
         (run / "select" / "checkpoints.csv").write_text(
             "iteration,falls,seeds,e_track_cm,root_z_cm\n" + "".join(f"{50 * (k + 1)},{f},20,1.9,2.0\n"
                                                                      for k, f in enumerate(falls)))
         runs[label] = run
     fig = run_comparison_figure(runs, smoothing=2)
-    reward, by_wall, falls, e_track = fig.axes
-    assert [len(ax.lines) for ax in fig.axes] == [2, 2, 2, 2]
+    reward, by_wall, falls, e_track, ended = fig.axes
+    assert [len(ax.lines) for ax in fig.axes] == [2, 2, 2, 2, 2]
     np.testing.assert_allclose(reward.lines[0].get_ydata(), [0.51, 0.515, 0.525, 0.535])  # trailing mean of 2
     np.testing.assert_allclose(by_wall.lines[0].get_xdata(), [1, 2, 3, 4])  # minutes
     assert list(falls.lines[1].get_ydata()) == [5, 11] and list(falls.lines[1].get_xdata()) == [50, 100]
+    np.testing.assert_allclose(ended.lines[0].get_ydata(), [2, 1, 1, 1])  # episodes ended 2, 0, 2, 0
     plt.close(fig)
     assert plot_run_comparison(runs, tmp_path / "c.png").stat().st_size > 10_000
+
+
+def test_run_comparison_says_when_episode_ends_were_not_logged(tmp_path):
+    from bcg_train.learn.curves import run_comparison_figure
+
+    run = tmp_path / "old"
+    (run / "select").mkdir(parents=True)
+    (run / "metrics.csv").write_text("iteration,reward,wall_s\n1,0.5,60\n2,0.6,120\n")
+    (run / "select" / "checkpoints.csv").write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,3,20,1.9,2.0\n")
+    fig = run_comparison_figure({"old": run}, smoothing=2)
+    ended = fig.axes[4]
+    assert not ended.lines and [t.get_text() for t in ended.texts] == ["not logged"]
+    plt.close(fig)
