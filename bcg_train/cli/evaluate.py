@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ContractError(args.policy, "no such policy file")
         policy = OnnxPolicy.load(args.policy, robot)
         contract = policy.contract
+        if args.train_config is not None and not args.train_config.is_file():
+            raise ContractError(args.train_config, "no such training config (--train-config)")
         train_yaml = args.train_config or args.policy.with_suffix(".train.yaml")
         cfg = load_dataclass(TrainConfig, train_yaml) if train_yaml.is_file() else TrainConfig()
         dr = cfg.task.domain if not args.no_dr else type(cfg.task.domain)(enabled=False)

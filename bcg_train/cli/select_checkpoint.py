@@ -10,6 +10,10 @@ lowest E_track, then the earliest; it is written to ``<run>/select/best.json``.
 With ``--watch`` it runs beside ``bcg-train``: it evaluates checkpoints as they appear and
 stops once the run has written its ``summary.json`` (the end of a run) and every due
 checkpoint is evaluated. Checkpoints already in the CSV are not evaluated again.
+
+``--train-config`` judges every checkpoint under one training config's domain randomization
+and contact (bcg-eval's flag) instead of the run's own: a run trained under harsher
+randomization than the ship rule's is then chosen under the rule's conditions.
 """
 
 from __future__ import annotations
@@ -59,8 +63,9 @@ def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
     if export([str(checkpoint), "--out", str(policy)]) != 0:
         raise ContractError(checkpoint, "bcg-export failed")
     eval_dir = out / f"it{iteration:06d}_seeds{args.first_seed}-{args.first_seed + args.seeds - 1}"
+    judged_with = ["--train-config", str(args.train_config)] if args.train_config is not None else []
     if evaluate([str(policy), "--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--duration", str(args.duration),
-                 "--out", str(eval_dir)]) != 0:
+                 "--out", str(eval_dir), *judged_with]) != 0:
         raise ContractError(policy, "bcg-eval failed")
     summary = json.loads((eval_dir / "summary.json").read_text())
     return {"iteration": iteration, "falls": summary["falls"], "seeds": summary["seeds"],
@@ -75,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-seed", type=int, default=0, help="first selection seed (report on other seeds)")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per rollout")
     parser.add_argument("--watch", action="store_true", help="follow a running bcg-train until it writes summary.json")
+    parser.add_argument("--train-config", type=Path, default=None,
+                        help="judge every checkpoint under this training config's DR and contact (default: the run's own)")
     parser.add_argument("--poll-s", type=float, default=30.0, help="seconds between looks at the run directory with --watch")
     args = parser.parse_args(argv)
     if args.every < 1 or args.seeds < 1 or args.duration <= 0:
@@ -83,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     with exit_on_input_error(parser.prog):
         if not args.run_dir.is_dir():
             raise ContractError(args.run_dir, "no such run directory")
+        if args.train_config is not None and not args.train_config.is_file():
+            raise ContractError(args.train_config, "no such training config (--train-config)")
         out = args.run_dir / "select"
         out.mkdir(exist_ok=True)
         table = out / "checkpoints.csv"
@@ -111,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         best = best_row(rows)
         (out / "best.json").write_text(json.dumps({**best, "rule": "fewest falls, then lowest E_track, then earliest",
                                                    "selection_seeds": [args.first_seed, args.first_seed + args.seeds - 1],
-                                                   "duration_s": args.duration}, indent=2) + "\n")
+                                                   "duration_s": args.duration,
+                                                   "judged_with": str(args.train_config) if args.train_config else "each checkpoint's own config"},
+                                                  indent=2) + "\n")
         print(f"bcg-select-checkpoint: best iteration {best['iteration']} ({best['falls']}/{best['seeds']} falls, "
               f"E_track {best['e_track_cm']:.2f} cm); table {table}")
     return 0

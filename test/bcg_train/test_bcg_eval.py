@@ -56,6 +56,17 @@ def test_eval_rejects_a_malformed_policy(tmp_path, capsys):
     assert err.startswith("bcg-eval: error:") and "bad.onnx" in err and "\n" not in err
 
 
+def test_eval_rejects_a_missing_training_config(tmp_path, capsys):
+    """A --train-config that is not there is an error, not a silent fall-back to default DR ranges."""
+    with pytest.raises(SystemExit) as exc:
+        eval_main([str(_policy(tmp_path)), "--seeds", "1", "--duration", "0.1", "--train-config", str(tmp_path / "gone.yaml"),
+                   "--out", str(tmp_path / "out")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bcg-eval: error:") and "gone.yaml" in err and "no such training config" in err and "\n" not in err
+    assert not (tmp_path / "out").exists()  # nothing rolled, nothing written
+
+
 def test_eval_video_comes_with_a_frame_strip(tmp_path):
     """As a user runs it: its own process, where bcg-eval picks the GL backend before MuJoCo
     loads (in this pytest process other tests have loaded MuJoCo already)."""

@@ -48,3 +48,12 @@ def test_bad_run_directory_is_one_line_and_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main([str(tmp_path / "run"), "--every", "50"])
     assert exc.value.code == 2 and "no checkpoint at a multiple of 50" in capsys.readouterr().err
+
+
+def test_missing_judging_config_is_one_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "run"), "--train-config", str(tmp_path / "nope.yaml")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "nope.yaml" in err and "no such training config" in err and "\n" not in err
