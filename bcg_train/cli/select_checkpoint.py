@@ -7,7 +7,8 @@ rolled in the bridge model under domain randomization (bcg-eval) on the selectio
 ``<run>/select/checkpoints.csv``. The best is the one with the fewest falls, then the
 lowest E_track, then the earliest; it is written to ``<run>/select/best.json``.
 
-With ``--watch`` it runs beside ``bcg-train``: it evaluates checkpoints as they appear and
+With ``--watch`` it runs beside ``bcg-train`` (started together: it waits up to
+``WATCH_START_TIMEOUT_S`` for the run directory): it evaluates checkpoints as they appear and
 stops once the run has written its ``summary.json`` (the end of a run) and every due
 checkpoint is evaluated. Checkpoints already in the CSV are not evaluated again.
 
@@ -28,6 +29,8 @@ from pathlib import Path
 from bcg_robot.errors import ContractError, exit_on_input_error
 
 CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm")
+# with --watch, how long to wait for bcg-train (started at the same time) to create the run directory
+WATCH_START_TIMEOUT_S = 600.0
 _CHECKPOINT = re.compile(r"^(\d{6})\.pkl$")
 
 
@@ -88,15 +91,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--every and --seeds must be >= 1 and --duration > 0")
 
     with exit_on_input_error(parser.prog):
+        started = time.time()  # a summary.json older than this is an earlier run's
+        waited_until = started + (WATCH_START_TIMEOUT_S if args.watch else 0.0)
+        while args.watch and not args.run_dir.is_dir() and time.time() < waited_until:
+            time.sleep(min(args.poll_s, 5.0))
         if not args.run_dir.is_dir():
-            raise ContractError(args.run_dir, "no such run directory")
+            raise ContractError(args.run_dir, "no such run directory" + (f" after {WATCH_START_TIMEOUT_S:.0f} s" if args.watch else ""))
         if args.train_config is not None and not args.train_config.is_file():
             raise ContractError(args.train_config, "no such training config (--train-config)")
         out = args.run_dir / "select"
         out.mkdir(exist_ok=True)
         table = out / "checkpoints.csv"
         rows = read_rows(table)
-        started = time.time()
         while True:
             summary = args.run_dir / "summary.json"
             finished = summary.is_file() and summary.stat().st_mtime >= started

@@ -57,3 +57,30 @@ def test_missing_judging_config_is_one_line_and_exit_2(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "nope.yaml" in err and "no such training config" in err and "\n" not in err
+
+
+def test_watch_waits_for_the_run_directory_then_gives_up_in_one_line(tmp_path, capsys, monkeypatch):
+    import threading
+
+    import bcg_train.cli.select_checkpoint as select
+
+    # created while it waits (bcg-train started at the same time): it gets past the check
+    run = tmp_path / "late_run"
+    monkeypatch.setattr(select, "WATCH_START_TIMEOUT_S", 5.0)
+    def start_run():
+        (run / "checkpoints").mkdir(parents=True)
+        (run / "summary.json").write_text("{}")  # and ends at once, with no checkpoint
+
+    threading.Timer(0.3, start_run).start()
+    with pytest.raises(SystemExit) as exc:
+        main([str(run), "--watch", "--poll-s", "0.05"])
+    assert exc.value.code == 2
+    (summary,) = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert "no checkpoint at a multiple of 50" in summary
+    # never created: a one-line error naming the directory and the wait
+    monkeypatch.setattr(select, "WATCH_START_TIMEOUT_S", 0.2)
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "never"), "--watch", "--poll-s", "0.05"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "never" in err and "no such run directory after 0 s" in err and "\n" not in err
