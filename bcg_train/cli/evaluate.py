@@ -9,6 +9,7 @@ here with MuJoCo C) and the bridge model (definitions: bcg_robot.metrics); write
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -170,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = {
             "policy": str(args.policy), "baseline": args.baseline, "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed, "duration_s": args.duration,
             "domain_randomization": not args.no_dr, "falls": falls,
+            # what judged it: the training config read (None: defaults) and its DR ranges as used
+            "train_config": str(train_yaml) if train_yaml.is_file() else None, "domain": dataclasses.asdict(dr),
             "tracking_error_cm_mean": float(e_track.mean()), "tracking_error_cm_std": float(e_track.std()),
             "root_height_error_cm": {"mean": float(root_z.mean()), "max": float(max(r.root_height_error_max_cm for r in results))},
             "foot_penetration_diff_mm_mean": float(pen_diff.mean()),

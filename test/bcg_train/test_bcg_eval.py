@@ -44,6 +44,13 @@ def test_eval_smoke(tmp_path, capsys):
     assert eval_main([str(policy), "--seeds", "1", "--first-seed", "7", "--duration", "0.2", "--out", str(tmp_path / "late")]) == 0
     late = json.loads((tmp_path / "late" / "summary.json").read_text())
     assert [s["seed"] for s in late["per_seed"]] == [7] and late["first_seed"] == 7
+    # judged under another training config's DR: the summary names it and the ranges it used
+    judge = tmp_path / "judge.train.yaml"
+    judge.write_text("task:\n  domain:\n    push_velocity: 0.7\n")
+    assert eval_main([str(policy), "--seeds", "1", "--duration", "0.2", "--out", str(tmp_path / "judged"), "--train-config", str(judge)]) == 0
+    judged = json.loads((tmp_path / "judged" / "summary.json").read_text())
+    assert judged["train_config"] == str(judge) and judged["domain"]["push_velocity"] == 0.7
+    assert summary["domain"]["push_velocity"] != 0.7
 
 
 def test_eval_rejects_a_malformed_policy(tmp_path, capsys):
