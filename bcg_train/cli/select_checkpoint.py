@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         while args.watch and not args.run_dir.is_dir() and time.time() < waited_until:
             time.sleep(min(args.poll_s, 5.0))
         if not args.run_dir.is_dir():
-            raise ContractError(args.run_dir, "no such run directory" + (f" after {WATCH_START_TIMEOUT_S:.0f} s" if args.watch else ""))
+            raise ContractError(args.run_dir, "no such run directory" + (f" after {WATCH_START_TIMEOUT_S:g} s" if args.watch else ""))
         if args.train_config is not None and not args.train_config.is_file():
             raise ContractError(args.train_config, "no such training config (--train-config)")
         out = args.run_dir / "select"

@@ -1,5 +1,8 @@
 """bcg-select-checkpoint: which checkpoints are due, the choice rule, and its errors."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from bcg_train.cli.select_checkpoint import best_row, due_checkpoints, main, read_rows
@@ -83,4 +86,44 @@ def test_watch_waits_for_the_run_directory_then_gives_up_in_one_line(tmp_path, c
         main([str(tmp_path / "never"), "--watch", "--poll-s", "0.05"])
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
-    assert "never" in err and "no such run directory after 0 s" in err and "\n" not in err
+    assert "never" in err and "no such run directory after 0.2 s" in err and "\n" not in err
+
+
+def test_judging_config_reaches_every_evaluation_and_best_json(tmp_path, monkeypatch):
+    """The wiring only: bcg-export and bcg-eval (our own CLIs, tested on their own) are replaced by
+    recorders, so a checkpoint file need not hold networks."""
+    import bcg_train.cli.evaluate as evaluate_cli
+    import bcg_train.cli.export as export_cli
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    for it in (50, 100):
+        (run / "checkpoints" / f"{it:06d}.pkl").write_bytes(b"")
+    judge = tmp_path / "judge.train.yaml"
+    judge.write_text("task: {}\n")
+    calls = []
+
+    def fake_eval(argv):
+        calls.append(argv)
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True)
+        falls = 3 if "it000050" in out.name else 1
+        (out / "summary.json").write_text(json.dumps({"falls": falls, "seeds": 20, "tracking_error_cm_mean": 1.0,
+                                                      "root_height_error_cm": {"mean": 1.0}}))
+        return 0
+
+    monkeypatch.setattr(export_cli, "main", lambda argv: 0)
+    monkeypatch.setattr(evaluate_cli, "main", fake_eval)
+    assert main([str(run), "--train-config", str(judge)]) == 0
+    assert len(calls) == 2 and all(c[c.index("--train-config") + 1] == str(judge) for c in calls)
+    best = json.loads((run / "select" / "best.json").read_text())
+    assert best["iteration"] == 100 and best["judged_with"] == str(judge)
+    # without the flag each checkpoint is judged under its own config
+    calls.clear()
+    (run / "select" / "checkpoints.csv").unlink()
+    for d in (run / "select").glob("it*_seeds*"):
+        (d / "summary.json").unlink()
+        d.rmdir()
+    assert main([str(run)]) == 0
+    assert len(calls) == 2 and not any("--train-config" in c for c in calls)
+    assert json.loads((run / "select" / "best.json").read_text())["judged_with"] == "each checkpoint's own config"
