@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                  "root_height_error_cm": {"mean": r.root_height_error_cm, "max": r.root_height_error_max_cm},
                  "longest_flight_s": r.longest_flight_s,
                  "foot_penetration_bridge_mm": r.foot_penetration_mm, "foot_penetration_train_mm": tr.foot_penetration_mm,
-                 "domain": r.domain}
+                 "domain": r.domain, "pushes": [{"t_s": t, "dv": [vx, vy]} for t, vx, vy in r.pushes]}
                 for r, tr in zip(results, train_results)
             ],
         }

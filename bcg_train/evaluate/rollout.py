@@ -5,7 +5,8 @@ joint positions and velocities in motor order, its previous action, the phase
 ``time / motion length`` wrapped to [0, 1)) at the contract's control rate; the
 PD law (:func:`bcg_robot.pd.pd_torque`) runs every physics step with the contract's
 gains. Each seed draws friction, pelvis mass, gain scale, a 0/1-step action latency
-and push times/velocities from the task's domain-randomization config.
+and push times/velocities from the task's domain-randomization config; the pushes
+applied are returned with the result (a fall can be read against the push before it).
 
 Measured per seed, as defined in :mod:`bcg_robot.metrics`: whether and when the robot
 fell, its longest flight (time with no foot on the floor), the tracking error E_track against the reference (cm, tracked bodies in the pelvis
@@ -48,6 +49,7 @@ class RolloutResult:
     ref_root_height: np.ndarray  # the reference's, per control step
     tracking_error: np.ndarray  # m per control step, mean over the tracked bodies
     domain: dict
+    pushes: tuple[tuple[float, float, float], ...] = ()  # (time s, dvx, dvy m/s) of every push applied
 
 
 def reference_tracked_positions(reference: ReferenceMotion) -> np.ndarray:
@@ -106,7 +108,7 @@ def rollout(
     push_lo, push_hi = (int(round(x / contract.control_dt)) for x in dr.push_interval_s)
     next_push = int(rng.integers(push_lo, push_hi + 1)) if dr.enabled else steps + 1
 
-    heights, ref_heights, errors, penetrations, touching = [], [], [], [], []
+    heights, ref_heights, errors, penetrations, touching, pushes = [], [], [], [], [], []
     fell_at = None
     for k in range(steps):
         t = k * contract.control_dt
@@ -119,7 +121,9 @@ def rollout(
         new_targets, last_action = policy.run(raw_inputs(quat, gyro, data.qpos[qi], data.qvel[di], last_action, phase))
         targets, pending = (pending, new_targets) if domain["late"] else (new_targets, new_targets)
         if k == next_push:
-            data.qvel[:2] += rng.uniform(-1.0, 1.0, 2) * dr.push_velocity
+            dv = rng.uniform(-1.0, 1.0, 2) * dr.push_velocity
+            data.qvel[:2] += dv
+            pushes.append((t, float(dv[0]), float(dv[1])))
             next_push += int(rng.integers(push_lo, push_hi + 1))
         for _ in range(n_sub):
             data.ctrl[:] = pd_torque(targets, data.qpos[qi], 0.0, data.qvel[di], kp, kd, 0.0, robot.effort)
@@ -152,6 +156,7 @@ def rollout(
         ref_root_height=np.asarray(ref_heights),
         tracking_error=np.mean(errors, axis=-1),
         domain=domain,
+        pushes=tuple(pushes),
     )
 
 

@@ -50,6 +50,14 @@ def test_eval_smoke(tmp_path, capsys):
     assert eval_main([str(policy), "--seeds", "1", "--duration", "0.2", "--out", str(tmp_path / "judged"), "--train-config", str(judge)]) == 0
     judged = json.loads((tmp_path / "judged" / "summary.json").read_text())
     assert judged["train_config"] == str(judge) and judged["domain"]["push_velocity"] == 0.7
+    # every push applied is recorded with its time and velocity (a fall is read against the push before it)
+    pushy = tmp_path / "pushy.train.yaml"
+    pushy.write_text("task:\n  domain:\n    push_velocity: 0.2\n    push_interval_s: [0.1, 0.2]\n")
+    assert eval_main([str(policy), "--seeds", "1", "--duration", "0.6", "--out", str(tmp_path / "pushy"), "--train-config", str(pushy)]) == 0
+    pushes = json.loads((tmp_path / "pushy" / "summary.json").read_text())["per_seed"][0]["pushes"]
+    assert len(pushes) >= 2 and all(0.1 - 1e-9 <= b["t_s"] - a["t_s"] <= 0.2 + 1e-9 for a, b in zip(pushes, pushes[1:]))
+    assert all(0.0 < p["t_s"] < 0.6 and max(abs(v) for v in p["dv"]) <= 0.2 and any(v != 0.0 for v in p["dv"]) for p in pushes)
+    assert all(s["pushes"] == [] for s in summary["per_seed"])  # 1 s: before the first push (3-6 s)
     assert summary["domain"]["push_velocity"] != 0.7
 
 
