@@ -128,13 +128,14 @@ def run_worker(spec: BenchSpec) -> dict[str, Any]:
     # the critic update alone, on a window of the right shape (first call compiles)
     h, k = shac_cfg.horizon, shac_cfg.num_envs
     obs = np.zeros((h, k, task.obs_size), np.float32)
+    privileged = np.zeros((h, k, shac.privileged_size), np.float32)
     targets = np.zeros((h, k), np.float32)
     critic = jax.jit(shac._critic_update)
-    jax.block_until_ready(critic(state, obs, targets, state.rng))
+    jax.block_until_ready(critic(state, obs, privileged, targets, state.rng))
     critic_times = []
     for _ in range(spec.iterations):
         t = time.perf_counter()
-        jax.block_until_ready(critic(state, obs, targets, state.rng))
+        jax.block_until_ready(critic(state, obs, privileged, targets, state.rng))
         critic_times.append(time.perf_counter() - t)
 
     s_iter = statistics.median(times)

@@ -27,7 +27,10 @@ at every step (:func:`clip_state_gradient`).
 
 A task is anything with ``obs_size``, ``action_size``, ``reset(rng, num_envs)``,
 ``observe(state)`` and ``step(state, action) -> (state, StepOutput)`` (see
-:class:`bcg_train.tasks.imitation.ImitationTask`).
+:class:`bcg_train.tasks.imitation.ImitationTask`). A task may also have critic-only inputs
+(an asymmetric actor-critic): ``privileged_size`` > 0, ``privileged(state)`` and
+``StepOutput.terminal_privileged``; the critics then see the actor's normalized
+observation followed by those (:func:`critic_input`), the actor never does.
 
 Data parallelism: environments are split across devices along the batch axis
 (``NamedSharding`` over a 1-D mesh ``envs``); parameters and optimizer state are
@@ -119,6 +122,12 @@ def is_counted(name: str) -> bool:
     return name in COUNTED_METRICS or name.startswith(COUNTED_METRIC_PREFIXES)
 
 
+def critic_input(stats: RunningStats, obs: jax.Array, privileged: jax.Array, obs_clip: float) -> jax.Array:
+    """What the critics see: the actor's normalized observation, then the task's privileged
+    inputs as they come (scaled to order one by the task; width 0 for a task without)."""
+    return jnp.concatenate([stats.normalize(obs, obs_clip), privileged.astype(obs.dtype)], axis=-1)
+
+
 def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
     """Values of every critic of the ensemble, shape (num_critics, ...)."""
     return jax.vmap(lambda p: mlp_apply(p, obs)[..., 0])(critics)
@@ -189,7 +198,8 @@ class SHAC:
     def __init__(self, task: Any, cfg: SHACConfig, num_devices: int = 1):
         self.task, self.cfg = task, cfg
         self.actor_sizes = (task.obs_size, *cfg.actor_hidden, task.action_size)
-        self.critic_sizes = (task.obs_size, *cfg.critic_hidden, 1)
+        self.privileged_size = int(getattr(task, "privileged_size", 0))
+        self.critic_sizes = (task.obs_size + self.privileged_size, *cfg.critic_hidden, 1)
         self.actor_tx = make_optimizer(linear_decay_schedule(cfg.actor_lr, cfg.lr_end, cfg.iterations - cfg.critic_warmup_iterations), cfg.betas, cfg.actor_grad_clip)
         critic_updates = cfg.iterations * cfg.critic_iterations * cfg.critic_minibatches
         critic_lr_end = cfg.lr_end if cfg.critic_lr_end is None else cfg.critic_lr_end
@@ -215,13 +225,17 @@ class SHAC:
         )
         return self.shard(state)
 
-    def warm_start(self, state: SHACState, source: SHACState) -> SHACState:
+    def warm_start(self, state: SHACState, source: SHACState, critics: bool = True) -> SHACState:
         """``state`` (fresh from :meth:`init`) with the actor, critics, target critics and
         observation normalizer of ``source`` (a checkpoint's state); the optimizers (fresh
         moments for this config's schedule), environments, RNG and iteration stay ``state``'s.
+        ``critics=False`` keeps ``state``'s fresh critics (the critics' inputs changed).
         Raises ``ValueError`` naming the first array whose shape differs (network sizes,
         observation or action size)."""
-        picked = {name: getattr(source, name) for name in ("actor", "critics", "target_critics", "obs_stats")}
+        names = ("actor", "critics", "target_critics", "obs_stats") if critics else ("actor", "obs_stats")
+        picked = {name: getattr(source, name) for name in names}
+        picked.setdefault("critics", state.critics)
+        picked.setdefault("target_critics", state.target_critics)
         for name, tree in picked.items():
             mine, theirs = jax.tree_util.tree_flatten_with_path(getattr(state, name))[0], jax.tree_util.tree_flatten(tree)[0]
             if len(mine) != len(theirs):
@@ -256,41 +270,49 @@ class SHAC:
         return jax.device_put(state, self.shardings(state))
 
     # -- the iteration ------------------------------------------------------------------------
+    def _privileged(self, env: Any) -> jax.Array:
+        """(K, privileged_size) critic-only inputs of ``env`` (width 0 for a task without)."""
+        if self.privileged_size == 0:
+            return jnp.zeros((self.cfg.num_envs, 0), jnp.float32)
+        return self.task.privileged(env)
+
     def _rollout(self, actor: Params, state: SHACState, noise_key: jax.Array):
         cfg, task = self.cfg, self.task
         stats, target = state.obs_stats, state.target_critics
-        value = lambda obs: jnp.mean(ensemble_values(target, stats.normalize(obs, cfg.obs_clip)), axis=0)
+        value = lambda obs, priv: jnp.mean(ensemble_values(target, critic_input(stats, obs, priv, cfg.obs_clip)), axis=0)
         noise = cfg.action_noise_std * jax.random.normal(noise_key, (cfg.horizon, cfg.num_envs, task.action_size))
 
         def body(carry, eps):
             env, discount, ret_acc, loss_acc = carry
-            obs = task.observe(env)
+            obs, priv = task.observe(env), self._privileged(env)
             action = jnp.clip(policy_action(actor, stats, obs, cfg.obs_clip, cfg.action_clip) + eps, -cfg.action_clip, cfg.action_clip)
             env, out = task.step(env, action)
             if cfg.state_grad_clip > 0:
                 env = clip_state_gradient(env, cfg.state_grad_clip, cfg.num_envs)
             ret_acc = ret_acc + discount * out.reward
             done = out.terminated | out.truncated
-            boot = jnp.where(out.truncated, value(out.terminal_obs), 0.0)
+            terminal_priv = out.terminal_privileged if self.privileged_size else self._privileged(env)
+            boot = jnp.where(out.truncated, value(out.terminal_obs, terminal_priv), 0.0)
             loss_acc = loss_acc + jnp.where(done, ret_acc + discount * cfg.gamma * boot, 0.0)
             ret_acc = jnp.where(done, 0.0, ret_acc)
             discount = jnp.where(done, 1.0, discount * cfg.gamma)
-            next_value = jnp.where(out.terminated, 0.0, jnp.where(out.truncated, boot, value(out.obs)))
-            record = (obs, out.reward, jax.lax.stop_gradient(next_value), (~done).astype(jnp.float32), out.metrics, done)
+            next_value = jnp.where(out.terminated, 0.0, jnp.where(out.truncated, boot, value(out.obs, self._privileged(env))))
+            record = ((obs, priv), out.reward, jax.lax.stop_gradient(next_value), (~done).astype(jnp.float32), out.metrics, done)
             return (env, discount, ret_acc, loss_acc), record
 
         k = cfg.num_envs
         init = (state.env, jnp.ones((k,)), jnp.zeros((k,)), jnp.zeros((k,)))
         (env, discount, ret_acc, loss_acc), records = jax.lax.scan(body, init, noise)
-        loss_acc = loss_acc + ret_acc + discount * value(task.observe(env))
+        loss_acc = loss_acc + ret_acc + discount * value(task.observe(env), self._privileged(env))
         actor_loss = -jnp.sum(loss_acc) / (cfg.horizon * k)
         return actor_loss, (env, records)
 
-    def _critic_update(self, state: SHACState, obs: jax.Array, targets: jax.Array, key: jax.Array):
+    def _critic_update(self, state: SHACState, obs: jax.Array, privileged: jax.Array, targets: jax.Array, key: jax.Array):
         """The critics fitted to the window; their loss after the last pass; and
         :func:`critic_diagnostics` of the critics before it."""
         cfg = self.cfg
-        x = state.obs_stats.normalize(obs.reshape(-1, obs.shape[-1]), cfg.obs_clip)
+        n = obs.shape[0] * obs.shape[1]  # (T, K, ...) -> (T K, ...); the privileged width may be 0
+        x = critic_input(state.obs_stats, obs.reshape(n, obs.shape[-1]), privileged.reshape(n, privileged.shape[-1]), cfg.obs_clip)
         y = targets.reshape(-1)
         diagnostics = critic_diagnostics(state.critics, x, y)
         n, mb = y.shape[0], y.shape[0] // cfg.critic_minibatches
@@ -330,9 +352,11 @@ class SHAC:
                 (actor, actor_opt), (state.actor, state.actor_opt), state.iteration, cfg.critic_warmup_iterations
             )
 
-        obs, rewards, next_values, continues, step_metrics, done = records
+        (obs, privileged), rewards, next_values, continues, step_metrics, done = records
         targets = td_lambda_returns(rewards, next_values, continues, cfg.gamma, cfg.td_lambda)
-        critics, critic_opt, critic_loss, critic_metrics = self._critic_update(state, obs, jax.lax.stop_gradient(targets), k_critic)
+        critics, critic_opt, critic_loss, critic_metrics = self._critic_update(
+            state, obs, jax.lax.stop_gradient(privileged), jax.lax.stop_gradient(targets), k_critic
+        )
         alpha = cfg.target_critic_alpha
         target = jax.tree_util.tree_map(lambda t, c: alpha * t + (1 - alpha) * c, state.target_critics, critics)
 

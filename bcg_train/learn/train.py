@@ -94,15 +94,18 @@ def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) ->
     """``state`` with the networks and normalizer of the checkpoint ``cfg.init_from``
     (:meth:`SHAC.warm_start`); the source is recorded in ``run_dir/warm_start.json``.
     The observation layout must be the checkpoint's: the same sizes in another order
-    would pass every shape check and feed the actor the wrong inputs."""
+    would pass every shape check and feed the actor the wrong inputs. Where the critics'
+    inputs differ (``task.critic_privileged``), only the actor and its normalizer are taken:
+    the critics start fresh (give them ``shac.critic_warmup_iterations``)."""
     ckpt = load_checkpoint(cfg.init_from)
     if tuple(ckpt.config.task.observation_spec) != tuple(cfg.task.observation_spec):
         raise CheckpointError(
             ckpt.path, f"observation_spec {list(ckpt.config.task.observation_spec)} differs from this config's "
             f"{list(cfg.task.observation_spec)}; cannot warm-start from it"
         )
+    same_critics = tuple(ckpt.config.task.critic_privileged) == tuple(cfg.task.critic_privileged)
     try:
-        warm = shac.warm_start(state, ckpt.state)
+        warm = shac.warm_start(state, ckpt.state, critics=same_critics)
     except ValueError as err:
         raise CheckpointError(ckpt.path, f"cannot warm-start from it: {err}") from None
     record = {
@@ -110,6 +113,8 @@ def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) ->
         "source_config_hash": ckpt.stored_hash,
         "source_iteration": int(np.asarray(ckpt.state.iteration)),
         "source_env_steps": int(np.asarray(ckpt.state.iteration)) * ckpt.config.shac.num_envs * ckpt.config.shac.horizon,
+        "critics": "from the source" if same_critics else
+        f"fresh: critic_privileged {list(cfg.task.critic_privileged)}, the source's {list(ckpt.config.task.critic_privileged)}",
     }
     (run_dir / "warm_start.json").write_text(json.dumps(record, indent=2) + "\n")
     return warm

@@ -12,6 +12,16 @@ from bcg_train.sim.bounds import SimBounds
 
 
 REFERENCE_FRAMES = ("world", "heading")  # what rewards compare against (bcg_train.tasks.rewards)
+# privileged critic inputs and their sizes (bcg_train.tasks.privileged)
+PRIVILEGED_FEATURES = {"root_lin_vel": 3, "root_height": 1, "domain": 4}
+
+
+def check_privileged(names: tuple[str, ...] | list[str]) -> None:
+    for name in names:
+        if name not in PRIVILEGED_FEATURES:
+            raise ValueError(f"critic_privileged: unknown feature '{name}' ({' | '.join(PRIVILEGED_FEATURES)})")
+    if len(set(names)) != len(names):
+        raise ValueError(f"critic_privileged: a feature is listed twice in {list(names)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +99,9 @@ class ImitationConfig:
     # re-anchored each step onto the robot's root position and heading (heading: a push
     # that moves or turns the robot is no tracking error; bcg_train.tasks.rewards)
     reference_frame: str = "world"
+    # privileged critic inputs (bcg_train.tasks.privileged), after the actor's observation;
+    # empty: the critics see what the actor sees (the published SHAC)
+    critic_privileged: tuple[str, ...] = ()
     bcg: BCGConfig = BCGConfig()
     rewards: RewardConfig = RewardConfig()
     termination: TerminationConfig = TerminationConfig()
@@ -100,6 +113,7 @@ class ImitationConfig:
         check_action_offset(self.action_offset)
         if self.reference_frame not in REFERENCE_FRAMES:
             raise ValueError(f"reference_frame: unknown '{self.reference_frame}' ({' | '.join(REFERENCE_FRAMES)})")
+        check_privileged(self.critic_privileged)
         self.sim_bounds.validate()
         if "phase_sin_cos" not in self.observation_spec:
             raise ValueError("observation_spec: an imitation policy needs 'phase_sin_cos'")

@@ -49,6 +49,7 @@ from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.env import MjxSim
 from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
 from bcg_train.tasks.config import ImitationConfig
+from bcg_train.tasks.privileged import privileged_features, privileged_size
 from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, any_reason, key_body_error, reference_in_frame, reward_terms,
                                      termination_reasons)
 
@@ -99,6 +100,7 @@ class StepOutput(NamedTuple):
     truncated: jax.Array  # (K,) bool: episode time limit
     terminal_obs: jax.Array  # (K, obs) before the reset (bootstrap value of truncated episodes)
     metrics: dict  # name -> (K,)
+    terminal_privileged: jax.Array | None = None  # (K, privileged) before the reset; None: the task has none
 
 
 def _select(mask: jax.Array, a, b):
@@ -134,6 +136,7 @@ class ImitationTask:
         self.reference_table = self.ref_tracked.joint_pos if cfg.action_offset == REFERENCE else None
         self.action_size = robot.num_joints
         self.obs_size = observation_size(cfg.observation_spec, robot.num_joints)
+        self.privileged_size = privileged_size(cfg.critic_privileged)
         self.episode_steps = int(round(cfg.episode_length_s / robot.control_dt))
         self.base_friction = jnp.asarray(self.mj_model.geom_friction, jnp.float32)
         self.base_mass = jnp.asarray(self.mj_model.body_mass, jnp.float32)
@@ -159,6 +162,13 @@ class ImitationTask:
 
     def observe(self, state: ImitationState) -> jax.Array:
         return build_observation(self.cfg.observation_spec, self.raw_inputs(state), self.default_pose, xp=jnp)
+
+    def privileged(self, state: ImitationState) -> jax.Array:
+        """(K, privileged_size) critic-only inputs of ``task.critic_privileged``
+        (:mod:`bcg_train.tasks.privileged`)."""
+        d = state.domain
+        return privileged_features(self.cfg.critic_privileged, self.tracked(state), self.reference_at(state.frame),
+                                   d.friction, d.mass_delta, d.gain_scale, state.late, self.cfg.domain, xp=jnp)
 
     def drive_action(self, action: jax.Array, frame: jax.Array) -> jax.Array:
         """The action relative to the default pose (what the drive takes) of a policy action
@@ -279,6 +289,7 @@ class ImitationTask:
         done_term = any_reason(reasons) | failed
         done_trunc = (t >= self.episode_steps) & ~done_term
         terminal_obs = self.observe(stepped)
+        terminal_privileged = self.privileged(stepped)
 
         done = done_term | done_trunc
         countdown = stepped.domain_countdown - 1
@@ -304,4 +315,4 @@ class ImitationTask:
         metrics[SIM_FAILURES] = failed.astype(jnp.float32)
         for name, hit in reasons.items():  # counted per iteration; a failed step counts only as a failure
             metrics[f"{TERMINATION_METRIC_PREFIX}{name}"] = (hit & ~failed).astype(jnp.float32)
-        return after, StepOutput(self.observe(after), reward, done_term, done_trunc, terminal_obs, metrics)
+        return after, StepOutput(self.observe(after), reward, done_term, done_trunc, terminal_obs, metrics, terminal_privileged)

@@ -70,6 +70,28 @@ def test_domain_samples_within_configured_ranges(squat_task):
     assert float(sim.sim.model.body_mass[pelvis]) == pytest.approx(float(squat_task.base_mass[pelvis] + state.domain.mass_delta), rel=1e-6)
 
 
+def test_privileged_critic_inputs_are_the_simulator_state(squat_task):
+    """``task.privileged`` (bcg_train.tasks.privileged) of a reset batch: the root's velocity in
+    its heading frame, its height against the reference's frame, the batch's domain draw and each
+    environment's latency; the task without ``critic_privileged`` has none."""
+    assert squat_task.privileged_size == 0
+    cfg = dataclasses.replace(squat_task.cfg, critic_privileged=("root_lin_vel", "root_height", "domain"))
+    task = ImitationTask(cfg, ROBOT, squat_task.reference)
+    assert task.privileged_size == 8
+    state = jax.jit(task.reset, static_argnums=1)(jax.random.PRNGKey(5), RESET_ENVS)
+    p = np.asarray(task.privileged(state))
+    assert p.shape == (RESET_ENVS, 8)
+    qpos, qvel = np.asarray(state.sim.sim.data.qpos), np.asarray(state.sim.sim.data.qvel)
+    # reference state initialization: the root sits on the reference, moving at its velocity
+    np.testing.assert_allclose(p[:, 3], 10.0 * (qpos[:, 2] - np.asarray(task.ref_tracked.root_pos)[np.asarray(state.frame), 2]), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(p[:, :3], axis=1), np.linalg.norm(qvel[:, :3], axis=1), rtol=1e-4, atol=1e-6)
+    assert np.ptp(p[:, 2]) > 0.01  # the squat moves the root up and down, differently by frame
+    dr = cfg.domain
+    np.testing.assert_allclose(p[:, 5], (float(state.domain.mass_delta) - np.mean(dr.base_mass_delta)) / (0.5 * np.ptp(dr.base_mass_delta)), rtol=1e-5)
+    assert np.all(np.abs(p[:, 4:7]) <= 1.0 + 1e-6)
+    np.testing.assert_array_equal(p[:, 7], np.asarray(state.late).astype(np.float32))
+
+
 def test_stand_steps_rewards_and_resets():
     """Rewards, truncation, termination and simulation failures of the task's step. They do not
     depend on the gradient estimator, so the step is plain (half the program of a BCG step;
