@@ -20,7 +20,8 @@ adapter therefore fills in what those wrappers normally provide:
   the suffix by which brax divides an episode's sum by its length.
 
 Physics gradients are cut (``stop_gradient`` on the task's state and outputs): PPO needs
-none. Actions are clipped to ``action_clip`` before they reach the task, the same raw
+none. Brax's value network sees the actor's observation: a task's privileged critic inputs
+(``task.critic_privileged``) are SHAC's only, so a comparison that uses them says so. Actions are clipped to ``action_clip`` before they reach the task, the same raw
 action range SHAC's policy uses (brax's ``normal`` distribution, not ``tanh_normal``,
 whose [-1, 1] would be a smaller action space than SHAC's).
 
