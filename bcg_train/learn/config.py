@@ -62,6 +62,10 @@ class SHACConfig:
     actor_output_scale: float = 0.01  # initial last-layer scale: start near the default pose
     obs_clip: float = 10.0
     action_clip: float = 5.0
+    # weight of the mirror loss || pi(M_o o) - M_a pi(o) ||^2 over each window's observations,
+    # added to the actor loss (0: off). Needs a task with mirror_observation / mirror_action
+    # whose motion is its own mirror image (bcg_train.tasks.mirror)
+    mirror_loss_weight: float = 0.0
 
     def validate(self) -> None:
         positive = ("num_envs", "horizon", "iterations", "num_critics", "critic_iterations", "critic_minibatches")
@@ -74,6 +78,8 @@ class SHACConfig:
             raise ValueError("shac.critic_warmup_iterations must be in [0, iterations)")
         if self.critic_lr_end is not None and self.critic_lr_end <= 0:
             raise ValueError("shac.critic_lr_end must be > 0 (or absent: lr_end)")
+        if self.mirror_loss_weight < 0:
+            raise ValueError("shac.mirror_loss_weight must be >= 0 (0: off)")
         if self.state_grad_clip < 0:
             raise ValueError("shac.state_grad_clip must be >= 0 (0: off)")
         if not (0 < self.gamma <= 1 and 0 <= self.td_lambda <= 1):

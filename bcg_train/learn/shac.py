@@ -30,7 +30,9 @@ A task is anything with ``obs_size``, ``action_size``, ``reset(rng, num_envs)``,
 :class:`bcg_train.tasks.imitation.ImitationTask`). A task may also have critic-only inputs
 (an asymmetric actor-critic): ``privileged_size`` > 0, ``privileged(state)`` and
 ``StepOutput.terminal_privileged``; the critics then see the actor's normalized
-observation followed by those (:func:`critic_input`), the actor never does.
+observation followed by those (:func:`critic_input`), the actor never does. With
+``mirror_loss_weight`` > 0 the task also needs ``mirror_observation(obs)`` and
+``mirror_action(action)`` (:func:`mirror_loss`).
 
 Data parallelism: environments are split across devices along the batch axis
 (``NamedSharding`` over a 1-D mesh ``envs``); parameters and optimizer state are
@@ -122,6 +124,16 @@ def is_counted(name: str) -> bool:
     return name in COUNTED_METRICS or name.startswith(COUNTED_METRIC_PREFIXES)
 
 
+def mirror_loss(actor: Params, stats: RunningStats, obs: jax.Array, mirror_observation: Callable, mirror_action: Callable,
+                obs_clip: float, action_clip: float) -> jax.Array:
+    """Mean squared difference between the action in the mirrored state and the mirrored
+    action, ``|| pi(M_o o) - M_a pi(o) ||^2`` averaged over the observations ``obs`` (held
+    fixed) and the action's entries: zero for a policy that is its own mirror image."""
+    obs = jax.lax.stop_gradient(obs)
+    act = lambda o: policy_action(actor, stats, o, obs_clip, action_clip)
+    return jnp.mean((act(mirror_observation(obs)) - mirror_action(act(obs))) ** 2)
+
+
 def critic_input(stats: RunningStats, obs: jax.Array, privileged: jax.Array, obs_clip: float) -> jax.Array:
     """What the critics see: the actor's normalized observation, then the task's privileged
     inputs as they come (scaled to order one by the task; width 0 for a task without)."""
@@ -205,6 +217,13 @@ class SHAC:
         critic_lr_end = cfg.lr_end if cfg.critic_lr_end is None else cfg.critic_lr_end
         self.critic_schedule = linear_decay_schedule(cfg.critic_lr, critic_lr_end, critic_updates)
         self.critic_tx = make_optimizer(self.critic_schedule, cfg.betas, cfg.critic_grad_clip)
+        if cfg.mirror_loss_weight > 0:
+            if not (hasattr(task, "mirror_observation") and hasattr(task, "mirror_action")):
+                raise ValueError(f"shac.mirror_loss_weight {cfg.mirror_loss_weight}: the task has no mirror_observation / mirror_action")
+            error = float(getattr(task, "motion_mirror_error", 0.0))
+            if error > 1e-3:
+                raise ValueError(f"shac.mirror_loss_weight {cfg.mirror_loss_weight}: the task's motion is not its own mirror image "
+                                 f"(joint angles differ from their mirror by up to {error:.3g} rad)")
         devices = jax.devices()[: num_devices or None]
         if cfg.num_envs % len(devices):
             raise ValueError(f"num_envs {cfg.num_envs} is not divisible by {len(devices)} devices")
@@ -305,7 +324,11 @@ class SHAC:
         (env, discount, ret_acc, loss_acc), records = jax.lax.scan(body, init, noise)
         loss_acc = loss_acc + ret_acc + discount * value(task.observe(env), self._privileged(env))
         actor_loss = -jnp.sum(loss_acc) / (cfg.horizon * k)
-        return actor_loss, (env, records)
+        extra = {}
+        if cfg.mirror_loss_weight > 0:
+            extra["mirror_loss"] = mirror_loss(actor, stats, records[0][0], task.mirror_observation, task.mirror_action, cfg.obs_clip, cfg.action_clip)
+            actor_loss = actor_loss + cfg.mirror_loss_weight * extra["mirror_loss"]
+        return actor_loss, (env, records, extra)
 
     def _critic_update(self, state: SHACState, obs: jax.Array, privileged: jax.Array, targets: jax.Array, key: jax.Array):
         """The critics fitted to the window; their loss after the last pass; and
@@ -341,7 +364,7 @@ class SHAC:
         ``metrics['actor_gradient']`` (for gradient statistics)."""
         cfg = self.cfg
         rng, k_noise, k_critic = jax.random.split(state.rng, 3)
-        (actor_loss, (env, records)), grads = jax.value_and_grad(self._rollout, has_aux=True)(state.actor, state, k_noise)
+        (actor_loss, (env, records, extra)), grads = jax.value_and_grad(self._rollout, has_aux=True)(state.actor, state, k_noise)
         raw_gradient = jax.flatten_util.ravel_pytree(grads)[0] if with_gradient else None
         grad_norm = optax.tree.norm(grads)
         updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
@@ -366,6 +389,7 @@ class SHAC:
         )
         metrics = {name: jnp.sum(v) if is_counted(name) else jnp.mean(v) for name, v in step_metrics.items()}
         metrics.update(critic_metrics)
+        metrics.update(extra)
         metrics.update(
             actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),
             episodes_ended=jnp.sum(done.astype(jnp.float32)), skipped_actor_updates=skipped.astype(jnp.float32),

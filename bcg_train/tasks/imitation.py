@@ -48,6 +48,7 @@ from bcg_train.motion.reference import ReferenceMotion, load_reference_motion
 from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.env import MjxSim
 from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
+from bcg_train.tasks import mirror
 from bcg_train.tasks.config import ImitationConfig
 from bcg_train.tasks.privileged import privileged_features, privileged_size
 from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, any_reason, key_body_error, reference_in_frame, reward_terms,
@@ -137,6 +138,13 @@ class ImitationTask:
         self.action_size = robot.num_joints
         self.obs_size = observation_size(cfg.observation_spec, robot.num_joints)
         self.privileged_size = privileged_size(cfg.critic_privileged)
+        # left-right mirror maps (bcg_train.tasks.mirror) for SHAC's mirror loss, and how far the
+        # clip's joint angles are from their own mirror image (0 for a symmetric motion)
+        perm, sign = mirror.joint_mirror(self.mj_model, robot)
+        self._mirror_action = (jnp.asarray(perm), jnp.asarray(sign))
+        self._mirror_obs = tuple(jnp.asarray(x) for x in mirror.observation_mirror(cfg.observation_spec, perm, sign))
+        joints = np.asarray(self.reference.joint_pos)
+        self.motion_mirror_error = float(np.max(np.abs(sign * joints[:, perm] - joints)))
         self.episode_steps = int(round(cfg.episode_length_s / robot.control_dt))
         self.base_friction = jnp.asarray(self.mj_model.geom_friction, jnp.float32)
         self.base_mass = jnp.asarray(self.mj_model.body_mass, jnp.float32)
@@ -162,6 +170,13 @@ class ImitationTask:
 
     def observe(self, state: ImitationState) -> jax.Array:
         return build_observation(self.cfg.observation_spec, self.raw_inputs(state), self.default_pose, xp=jnp)
+
+    def mirror_observation(self, obs: jax.Array) -> jax.Array:
+        """The observation of the left-right mirrored state (``bcg_train.tasks.mirror``)."""
+        return mirror.apply(*self._mirror_obs, obs)
+
+    def mirror_action(self, action: jax.Array) -> jax.Array:
+        return mirror.apply(*self._mirror_action, action)
 
     def privileged(self, state: ImitationState) -> jax.Array:
         """(K, privileged_size) critic-only inputs of ``task.critic_privileged``

@@ -47,7 +47,7 @@ def test_the_critics_see_the_privileged_inputs_the_actor_does_not():
     shac = SHAC(task, TINY)
     assert shac.actor_sizes[0] == 2 and shac.critic_sizes[0] == 4
     state = shac.init(0)
-    _, (env, records) = shac._rollout(state.actor, state, jax.random.PRNGKey(1))
+    _, (env, records, _) = shac._rollout(state.actor, state, jax.random.PRNGKey(1))
     (obs, privileged), rewards, next_values, continues, _, done = records
     assert obs.shape == (8, 8, 2) and privileged.shape == (8, 8, 2)
     np.testing.assert_allclose(privileged[0], 10.0 * np.asarray(state.env.vel))  # the state the step started from
