@@ -58,7 +58,7 @@ def _vector_sign(name: str) -> np.ndarray | None:
     if name == "projected_gravity":
         return np.array([1.0, -1.0, 1.0], np.float32)
     if name == "base_ang_vel":
-        return np.array([-1.0, 1.0, -1.0], np.float32)
+        return GYRO_SIGN.astype(np.float32)
     return None
 
 
@@ -86,6 +86,18 @@ def observation_mirror(spec: tuple[str, ...] | list[str], perm: np.ndarray, sign
             raise ValueError(f"observation feature '{name}': no mirror defined")  # a feature added to bcg_robot.observation
         start += size
     return np.concatenate(index), np.concatenate(signs).astype(np.float32)
+
+
+QUAT_SIGN = np.array([1.0, -1.0, 1.0, -1.0])  # w x y z of M R M
+GYRO_SIGN = np.array([-1.0, 1.0, -1.0])  # an axial vector: x and z flip
+
+
+def mirror_raw_inputs(raw: dict[str, Any], perm: np.ndarray, sign: np.ndarray) -> dict[str, Any]:
+    """The raw policy inputs (:mod:`bcg_robot.observation`) of the mirrored robot state, the
+    phase unchanged: for probing a deployed (ONNX) policy's symmetry."""
+    return dict(raw, imu_quat=raw["imu_quat"] * QUAT_SIGN, imu_gyro=raw["imu_gyro"] * GYRO_SIGN,
+                joint_pos=apply(perm, sign, raw["joint_pos"]), joint_vel=apply(perm, sign, raw["joint_vel"]),
+                last_action=apply(perm, sign, raw["last_action"]))
 
 
 def apply(index: np.ndarray, sign: np.ndarray, x: Any) -> Any:

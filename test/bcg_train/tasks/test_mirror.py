@@ -11,7 +11,7 @@ import pytest
 from bcg_robot.config import load_robot_config
 from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
 from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, build_observation, raw_inputs
-from bcg_train.tasks.mirror import apply, joint_mirror, observation_mirror, partner_name
+from bcg_train.tasks.mirror import apply, joint_mirror, mirror_raw_inputs, observation_mirror, partner_name
 
 ROBOT = load_robot_config()
 MODEL = build_model(ROBOT, "train")
@@ -64,6 +64,9 @@ def test_observation_of_the_mirrored_state_is_the_mirrored_observation():
         mirrored_quat = quat * [1.0, -1.0, 1.0, -1.0]
         raw = raw_inputs(mirrored_quat, gyro * [-1.0, 1.0, -1.0], apply(perm, sign, q), apply(perm, sign, qd), apply(perm, sign, last), phase)
         np.testing.assert_allclose(apply(index, obs_sign, obs), build_observation(DEFAULT_OBSERVATION_SPEC, raw, ROBOT.default_q), atol=1e-6)
+        probe = mirror_raw_inputs(raw_inputs(quat, gyro, q, qd, last, phase), perm, sign)  # what policy_asymmetry.py feeds an ONNX policy
+        for name, value in raw.items():
+            np.testing.assert_allclose(probe[name], value, atol=1e-12, err_msg=name)
         # the mirrored quaternion is the mirrored rotation (checked with MuJoCo's conversion)
         r, rm = np.zeros(9), np.zeros(9)
         mujoco.mju_quat2Mat(r, quat)
