@@ -138,13 +138,6 @@ class ImitationTask:
         self.action_size = robot.num_joints
         self.obs_size = observation_size(cfg.observation_spec, robot.num_joints)
         self.privileged_size = privileged_size(cfg.critic_privileged)
-        # left-right mirror maps (bcg_train.tasks.mirror) for SHAC's mirror loss, and how far the
-        # clip's joint angles are from their own mirror image (0 for a symmetric motion)
-        perm, sign = mirror.joint_mirror(self.mj_model, robot)
-        self._mirror_action = (jnp.asarray(perm), jnp.asarray(sign))
-        self._mirror_obs = tuple(jnp.asarray(x) for x in mirror.observation_mirror(cfg.observation_spec, perm, sign))
-        joints = np.asarray(self.reference.joint_pos)
-        self.motion_mirror_error = float(np.max(np.abs(sign * joints[:, perm] - joints)))
         self.episode_steps = int(round(cfg.episode_length_s / robot.control_dt))
         self.base_friction = jnp.asarray(self.mj_model.geom_friction, jnp.float32)
         self.base_mass = jnp.asarray(self.mj_model.body_mass, jnp.float32)
@@ -171,12 +164,25 @@ class ImitationTask:
     def observe(self, state: ImitationState) -> jax.Array:
         return build_observation(self.cfg.observation_spec, self.raw_inputs(state), self.default_pose, xp=jnp)
 
+    # -- left-right mirror (bcg_train.tasks.mirror), built on first use: only SHAC's mirror loss
+    # needs it, and a robot without left/right partners must still train without it
+    @functools.cached_property
+    def _joint_mirror(self) -> tuple[np.ndarray, np.ndarray]:
+        return mirror.joint_mirror(self.mj_model, self.robot)
+
+    @functools.cached_property
+    def motion_mirror_error(self) -> float:
+        """How far the clip's joint angles are from their own mirror image (rad; 0: symmetric)."""
+        perm, sign = self._joint_mirror
+        joints = np.asarray(self.reference.joint_pos)
+        return float(np.max(np.abs(sign * joints[:, perm] - joints)))
+
     def mirror_observation(self, obs: jax.Array) -> jax.Array:
-        """The observation of the left-right mirrored state (``bcg_train.tasks.mirror``)."""
-        return mirror.apply(*self._mirror_obs, obs)
+        """The observation of the left-right mirrored state."""
+        return mirror.apply(*mirror.observation_mirror(self.cfg.observation_spec, *self._joint_mirror), obs)
 
     def mirror_action(self, action: jax.Array) -> jax.Array:
-        return mirror.apply(*self._mirror_action, action)
+        return mirror.apply(*self._joint_mirror, action)
 
     def privileged(self, state: ImitationState) -> jax.Array:
         """(K, privileged_size) critic-only inputs of ``task.critic_privileged``

@@ -87,6 +87,7 @@ def test_the_shipped_clips_are_their_own_mirror_and_the_task_says_so():
 
     for clip in ("squat", "jump"):
         task = ImitationTask(ImitationConfig(motion=f"models/motions/{clip}.csv"), ROBOT)
+        assert "_joint_mirror" not in vars(task)  # built on first use only (the mirror loss), not at start-up
         assert task.motion_mirror_error < 1e-6, clip
         obs = np.random.default_rng(2).normal(size=(3, task.obs_size)).astype(np.float32)
         np.testing.assert_allclose(np.asarray(task.mirror_observation(task.mirror_observation(obs))), obs)  # an involution
