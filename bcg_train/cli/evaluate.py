@@ -114,10 +114,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with exit_on_input_error(parser.prog):
         from bcg_robot.paths import share_file
-        from bcg_robot.yaml_dataclass import load_dataclass
         from bcg_robot.onnx_policy import OnnxPolicy
         from bcg_train.evaluate.rollout import rollout
-        from bcg_train.learn.config import TrainConfig
+        from bcg_train.learn.config import TrainConfig, load_train_config
         from bcg_train.motion.reference import load_reference_motion
 
         robot = load_robot_config()
@@ -128,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.train_config is not None and not args.train_config.is_file():
             raise ContractError(args.train_config, "no such training config (--train-config)")
         train_yaml = args.train_config or args.policy.with_suffix(".train.yaml")
-        cfg = load_dataclass(TrainConfig, train_yaml) if train_yaml.is_file() else TrainConfig()
+        cfg = load_train_config(train_yaml) if train_yaml.is_file() else TrainConfig()  # `extends` chains resolved, as in bcg-train
         dr = cfg.task.domain if not args.no_dr else type(cfg.task.domain)(enabled=False)
         motion = args.motion or share_file(f"models/motions/{contract.motion_id}.csv")
         if contract.motion_id == "default_pose" and args.motion is None:

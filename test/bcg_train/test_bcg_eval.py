@@ -50,6 +50,12 @@ def test_eval_smoke(tmp_path, capsys):
     assert eval_main([str(policy), "--seeds", "1", "--duration", "0.2", "--out", str(tmp_path / "judged"), "--train-config", str(judge)]) == 0
     judged = json.loads((tmp_path / "judged" / "summary.json").read_text())
     assert judged["train_config"] == str(judge) and judged["domain"]["push_velocity"] == 0.7
+    # a judging config may extend another, as a training config does: its own keys over the base's
+    child = tmp_path / "child.train.yaml"
+    child.write_text("extends: judge.train.yaml\ntask:\n  domain:\n    push_interval_s: [1.0, 2.0]\n")
+    assert eval_main([str(policy), "--seeds", "1", "--duration", "0.2", "--out", str(tmp_path / "child"), "--train-config", str(child)]) == 0
+    extended = json.loads((tmp_path / "child" / "summary.json").read_text())["domain"]
+    assert extended["push_velocity"] == 0.7 and list(extended["push_interval_s"]) == [1.0, 2.0]
     # every push applied is recorded with its time and velocity (a fall is read against the push before it)
     pushy = tmp_path / "pushy.train.yaml"
     pushy.write_text("task:\n  domain:\n    push_velocity: 0.2\n    push_interval_s: [0.1, 0.2]\n")
