@@ -177,9 +177,13 @@ class ImitationTask:
         joints = np.asarray(self.reference.joint_pos)
         return float(np.max(np.abs(sign * joints[:, perm] - joints)))
 
+    @functools.cached_property
+    def _observation_mirror(self) -> tuple[np.ndarray, np.ndarray]:
+        return mirror.observation_mirror(self.cfg.observation_spec, *self._joint_mirror)
+
     def mirror_observation(self, obs: jax.Array) -> jax.Array:
         """The observation of the left-right mirrored state."""
-        return mirror.apply(*mirror.observation_mirror(self.cfg.observation_spec, *self._joint_mirror), obs)
+        return mirror.apply(*self._observation_mirror, obs)
 
     def mirror_action(self, action: jax.Array) -> jax.Array:
         return mirror.apply(*self._joint_mirror, action)
