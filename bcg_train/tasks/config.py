@@ -79,6 +79,27 @@ class DomainRandomizationConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class PushRecoveryConfig:
+    """For ``window_s`` after each push (the push's own step included) the tracking terms named
+    in ``terms`` are multiplied by ``scale`` (:func:`bcg_train.tasks.rewards.relax_after_push`):
+    the posture may give way (a hip strategy, a bent torso) while the robot catches itself, and
+    what a fall costs (the episode's remaining return) then outweighs it. ``window_s`` 0: off."""
+
+    window_s: float = 0.0
+    scale: float = 1.0
+    terms: tuple[str, ...] = ("joint_pos", "joint_vel", "root_orient", "key_body")
+
+    def validate(self, reward_names: tuple[str, ...]) -> None:
+        if self.window_s < 0:
+            raise ValueError(f"push_recovery.window_s must be >= 0, got {self.window_s}")
+        if not 0.0 <= self.scale <= 1.0:
+            raise ValueError(f"push_recovery.scale must be in [0, 1], got {self.scale}")
+        for name in self.terms:
+            if name not in reward_names:
+                raise ValueError(f"push_recovery.terms: unknown reward term '{name}' ({' | '.join(reward_names)})")
+
+
+@dataclasses.dataclass(frozen=True)
 class ImitationConfig:
     motion: str = "models/motions/stand.csv"  # relative to the package share dir or absolute
     motion_fps: float = 30.0
@@ -106,6 +127,7 @@ class ImitationConfig:
     rewards: RewardConfig = RewardConfig()
     termination: TerminationConfig = TerminationConfig()
     domain: DomainRandomizationConfig = DomainRandomizationConfig()
+    push_recovery: PushRecoveryConfig = PushRecoveryConfig()  # posture terms relaxed after a push
     sim_bounds: SimBounds = SimBounds()  # beyond these the simulation has failed (bcg_train.sim.failure)
 
     def validate(self) -> None:
@@ -125,3 +147,4 @@ class ImitationConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         self.domain.validate()
+        self.push_recovery.validate(self.rewards.names())

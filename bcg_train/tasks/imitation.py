@@ -16,7 +16,8 @@ Domain randomization: floor/robot friction, pelvis mass and PD gain scale are dr
 for the whole batch and redrawn every ``model_resample_steps`` control steps (the MJX
 model is shared by the batch, so that BCG's batch-level ``cond`` stays outside the
 ``vmap``); pushes (random horizontal root-velocity changes at random intervals) and the
-0/1-step action latency are per environment.
+0/1-step action latency are per environment. For ``task.push_recovery.window_s`` after a
+push the posture terms of the reward are scaled down (:func:`bcg_train.tasks.rewards.relax_after_push`).
 
 A simulation failure (:mod:`bcg_train.sim.failure`: a non-finite state, or one outside
 ``sim_bounds``, e.g. the root metres from the reference) terminates the environment in
@@ -51,8 +52,8 @@ from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
 from bcg_train.tasks import mirror
 from bcg_train.tasks.config import ImitationConfig
 from bcg_train.tasks.privileged import privileged_features, privileged_size
-from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, any_reason, key_body_error, reference_in_frame, reward_terms,
-                                     termination_reasons)
+from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, any_reason, key_body_error, reference_in_frame,
+                                     relax_after_push, reward_terms, termination_reasons)
 
 
 def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
@@ -77,7 +78,8 @@ class DomainSample:
 
 @functools.partial(
     jax.tree_util.register_dataclass,
-    data_fields=["sim", "frame", "t", "last_action", "pending_action", "late", "push_countdown", "domain", "domain_countdown", "rng"],
+    data_fields=["sim", "frame", "t", "last_action", "pending_action", "late", "push_countdown", "recovery_left", "domain", "domain_countdown",
+                 "rng"],
     meta_fields=[],
 )
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +91,7 @@ class ImitationState:
     pending_action: jax.Array  # (K, nu) the drive action (relative to the default pose) a late environment applies next
     late: jax.Array  # (K,) this environment acts one control step late
     push_countdown: jax.Array  # (K,) control steps to the next push
+    recovery_left: jax.Array  # (K,) control steps left of the push-recovery window (0: none; task.push_recovery)
     domain: DomainSample
     domain_countdown: jax.Array  # () control steps to the next model sample
     rng: jax.Array
@@ -139,6 +142,7 @@ class ImitationTask:
         self.obs_size = observation_size(cfg.observation_spec, robot.num_joints)
         self.privileged_size = privileged_size(cfg.critic_privileged)
         self.episode_steps = int(round(cfg.episode_length_s / robot.control_dt))
+        self.recovery_steps = int(round(cfg.push_recovery.window_s / robot.control_dt))
         self.base_friction = jnp.asarray(self.mj_model.geom_friction, jnp.float32)
         self.base_mass = jnp.asarray(self.mj_model.body_mass, jnp.float32)
         self.joint_speed_limit = jnp.asarray(robot.velocity, jnp.float32)
@@ -250,7 +254,7 @@ class ImitationTask:
         sim, frame, zeros, late, push = self._fresh_envs(k_env, num_envs)
         return ImitationState(
             sim=sim, frame=frame, t=jnp.zeros((num_envs,), jnp.int32), last_action=zeros, pending_action=self._held_targets(frame),
-            late=late, push_countdown=push, domain=self._sample_domain(k_dom),
+            late=late, push_countdown=push, recovery_left=jnp.zeros((num_envs,), jnp.int32), domain=self._sample_domain(k_dom),
             domain_countdown=jnp.asarray(self.cfg.domain.model_resample_steps, jnp.int32), rng=k_next,
         )
 
@@ -267,18 +271,21 @@ class ImitationTask:
         sim._kd = self.sim._kd * domain.gain_scale
         return self.bsim.with_sim(sim)
 
-    def _push(self, state: ImitationState, sim: BundledState, rng: jax.Array) -> tuple[BundledState, jax.Array]:
+    def _push(self, state: ImitationState, sim: BundledState, rng: jax.Array) -> tuple[BundledState, jax.Array, jax.Array]:
+        """The state after this step's pushes, the push countdown and the push-recovery window
+        left (a push opens a window of ``recovery_steps``, this step included)."""
         k = state.t.shape[0]
         countdown = state.push_countdown - 1
+        recovery_left = jnp.maximum(state.recovery_left - 1, 0)
         if not self.cfg.domain.enabled or self.cfg.domain.push_velocity <= 0:
-            return sim, countdown
+            return sim, countdown, recovery_left
         k_vel, k_next = jax.random.split(rng)
         push = countdown <= 0
         dv = jax.random.uniform(k_vel, (k, 2), minval=-1.0, maxval=1.0) * self.cfg.domain.push_velocity
         data = sim.sim.data
         qvel = data.qvel.at[:, :2].add(jnp.where(push[:, None], dv, 0.0))
         sim = dataclasses.replace(sim, sim=sim.sim.replace(data=data.replace(qvel=qvel)))
-        return sim, jnp.where(push, self._push_interval(k_next, k), countdown)
+        return sim, jnp.where(push, self._push_interval(k_next, k), countdown), jnp.where(push, self.recovery_steps, recovery_left)
 
     def sim_failed(self, sim: BundledState, reference_root_pos: jax.Array) -> jax.Array:
         """(K,) bool: the simulation failed (see :mod:`bcg_train.sim.failure`)."""
@@ -300,14 +307,17 @@ class ImitationTask:
         sim, failed = self._guarded_step(state.sim, applied, jax.lax.stop_gradient(state.domain), ref.root_pos)
         fresh_sim, fresh_frame, zeros, fresh_late, fresh_push = self._fresh_envs(k_reset, k, forward=False)
         sim = _select(failed, fresh_sim, sim)  # nothing below sees a failed state
-        sim, push_countdown = self._push(state, sim, k_push)
+        sim, push_countdown, recovery_left = self._push(state, sim, k_push)
         t = state.t + 1
         stepped = dataclasses.replace(
-            state, sim=sim, frame=frame, t=t, last_action=action, pending_action=drive, push_countdown=push_countdown
+            state, sim=sim, frame=frame, t=t, last_action=action, pending_action=drive, push_countdown=push_countdown,
+            recovery_left=recovery_left,
         )
         robot = self.tracked(stepped)
         target = reference_in_frame(self.cfg.reference_frame, ref, robot, xp=jnp)
         terms = reward_terms(self.cfg.rewards, robot, target, action, state.last_action, xp=jnp)
+        recovering = recovery_left > 0
+        terms = relax_after_push(self.cfg.push_recovery, terms, recovering, xp=jnp)
         terms = {name: jnp.where(failed, 0.0, value) for name, value in terms.items()}
         reward = sum(terms.values())
         reasons = termination_reasons(self.cfg.termination, robot, target, xp=jnp)
@@ -328,6 +338,7 @@ class ImitationTask:
             pending_action=jnp.where(done[:, None], self._held_targets(fresh_frame), drive),
             late=jnp.where(done, fresh_late, state.late),
             push_countdown=jnp.where(done, fresh_push, push_countdown),
+            recovery_left=jnp.where(done, 0, recovery_left),
             domain=new_domain,
             domain_countdown=jnp.where(resample, self.cfg.domain.model_resample_steps, countdown),
             rng=rng,
@@ -338,6 +349,7 @@ class ImitationTask:
         metrics["bundled"] = sim.bundle.bundled.astype(jnp.float32)
         metrics["bundle_overflow"] = sim.bundle.overflowed.astype(jnp.float32)
         metrics[SIM_FAILURES] = failed.astype(jnp.float32)
+        metrics["push_recovering"] = recovering.astype(jnp.float32)
         for name, hit in reasons.items():  # counted per iteration; a failed step counts only as a failure
             metrics[f"{TERMINATION_METRIC_PREFIX}{name}"] = (hit & ~failed).astype(jnp.float32)
         return after, StepOutput(self.observe(after), reward, done_term, done_trunc, terminal_obs, metrics, terminal_privileged)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from bcg_train.motion.reference import quat_mul
-from bcg_train.tasks.config import REFERENCE_FRAMES, RewardConfig, TerminationConfig
+from bcg_train.tasks.config import REFERENCE_FRAMES, PushRecoveryConfig, RewardConfig, TerminationConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +111,13 @@ def reward_terms(
     terms["action_rate"] = cfg.action_rate.weight * xp.sum((action - last_action) ** 2, axis=-1)
     terms["alive"] = cfg.alive.weight * xp.ones_like(terms["joint_pos"])
     return terms
+
+
+def relax_after_push(cfg: PushRecoveryConfig, terms: dict[str, Any], recovering: Any, xp: Any = np) -> dict[str, Any]:
+    """``terms`` (:func:`reward_terms`) with those named in ``cfg.terms`` multiplied by
+    ``cfg.scale`` where ``recovering`` (bool, the batch's shape) holds: within ``cfg.window_s``
+    of a push (:class:`bcg_train.tasks.config.PushRecoveryConfig`)."""
+    return {name: xp.where(recovering, cfg.scale * value, value) if name in cfg.terms else value for name, value in terms.items()}
 
 
 def key_body_error(robot: TrackedState, ref: TrackedState, xp: Any = np) -> Any:

@@ -10,8 +10,9 @@ import pytest
 from bcg_robot.errors import ConfigError
 from bcg_robot.paths import share_file
 from bcg_train.learn.config import load_train_config
-from bcg_train.tasks.config import RewardConfig, RewardTerm, TerminationConfig
-from bcg_train.tasks.rewards import (TERMINATION_REASONS, TrackedState, anchor_to_heading, key_body_error, reference_in_frame, reward_terms,
+from bcg_train.tasks.config import PushRecoveryConfig, RewardConfig, RewardTerm, TerminationConfig
+from bcg_train.tasks.rewards import (TERMINATION_REASONS, TrackedState, anchor_to_heading, key_body_error, reference_in_frame, relax_after_push,
+                                     reward_terms,
                                      terminated, termination_reasons, tracking_errors, yaw)
 
 N, K = 29, 10
@@ -244,3 +245,34 @@ def test_every_task_config_loads_with_every_preset_and_fits_its_motion(task):
     clip = load_motion_csv(share_file(cfg.task.motion), load_robot_config())
     # an episode covers the clip and does not run past its end (by more than a frame)
     assert clip.duration_s - 0.1 <= cfg.task.episode_length_s <= clip.duration_s + 1.0 / clip.fps
+
+
+def test_push_recovery_scales_only_the_named_terms_of_recovering_environments():
+    cfg = PushRecoveryConfig(window_s=1.0, scale=0.25, terms=("joint_pos", "key_body"))
+    ref = _state()
+    robot = _state(joint_pos=np.full(N, 0.1), root_pos=np.array([0.0, 0.0, 0.7]))
+    terms = reward_terms(RewardConfig(), robot, ref, np.ones(N), np.zeros(N))
+    batch = {name: np.stack([v, v]) for name, v in terms.items()}
+    recovering = np.array([True, False])
+    relaxed = relax_after_push(cfg, batch, recovering)
+    for name, value in batch.items():
+        factor = 0.25 if name in cfg.terms else 1.0
+        np.testing.assert_allclose(relaxed[name], [factor * value[0], value[1]], err_msg=name)
+    jax_relaxed = relax_after_push(cfg, {n: jnp.asarray(v) for n, v in batch.items()}, jnp.asarray(recovering), xp=jnp)
+    for name in batch:
+        np.testing.assert_allclose(np.asarray(jax_relaxed[name]), relaxed[name], rtol=1e-6)
+
+
+def test_push_recovery_config_is_validated(tmp_path):
+    good = share_file("config/train/stand.yaml").read_text()
+    assert load_train_config(share_file("config/train/stand.yaml")).task.push_recovery.window_s == 0.0  # off by default
+    cfg_file = tmp_path / "recovery.yaml"
+    for block, message in (("window_s: -1.0", "push_recovery.window_s must be >= 0"),
+                           ("scale: 1.5", r"push_recovery.scale must be in \[0, 1\]"),
+                           ("terms: [joint_pos, posture]", "push_recovery.terms: unknown reward term 'posture'")):
+        cfg_file.write_text(good.replace("task:\n", f"task:\n  push_recovery:\n    {block}\n", 1))
+        with pytest.raises(ConfigError, match=message):
+            load_train_config(cfg_file)
+    cfg_file.write_text(good.replace("task:\n", "task:\n  push_recovery:\n    window_s: 1.0\n    scale: 0.2\n", 1))
+    loaded = load_train_config(cfg_file).task.push_recovery
+    assert loaded.window_s == 1.0 and loaded.scale == 0.2 and "key_body" in loaded.terms

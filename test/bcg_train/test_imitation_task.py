@@ -13,7 +13,7 @@ from bcg_robot.observation import build_observation
 from bcg_train.bcg.config import BCGConfig, Estimator
 from bcg_train.sim.failure import SIM_FAILURES
 from bcg_train.sim.jax_setup import enable_compilation_cache
-from bcg_train.tasks.config import DomainRandomizationConfig, ImitationConfig
+from bcg_train.tasks.config import DomainRandomizationConfig, ImitationConfig, PushRecoveryConfig
 from bcg_train.tasks.imitation import ImitationTask
 
 pytestmark = pytest.mark.slow  # compiles MJX programs (a G1 module: see conftest.G1_MODULES)
@@ -70,6 +70,22 @@ def test_domain_samples_within_configured_ranges(squat_task):
     assert float(sim.sim.model.body_mass[pelvis]) == pytest.approx(float(squat_task.base_mass[pelvis] + state.domain.mass_delta), rel=1e-6)
 
 
+def test_a_push_opens_the_push_recovery_window(squat_task):
+    """A push (env 0, due now) changes the root's horizontal velocity by at most push_velocity
+    and opens a window of window_s / control_dt steps; env 1 (not due) counts its window down."""
+    task = ImitationTask(dataclasses.replace(squat_task.cfg, push_recovery=PushRecoveryConfig(window_s=0.5, scale=0.2)), ROBOT)
+    state = jax.jit(squat_task.reset, static_argnums=1)(jax.random.PRNGKey(1), RESET_ENVS)
+    due = jnp.zeros((RESET_ENVS,), jnp.int32).at[0].set(1).at[1:].set(100)
+    left = jnp.zeros((RESET_ENVS,), jnp.int32).at[1].set(4)
+    state = dataclasses.replace(state, push_countdown=due, recovery_left=left)
+    sim, countdown, recovery_left = jax.jit(task._push)(state, state.sim, jax.random.PRNGKey(2))
+    assert task.recovery_steps == 25
+    np.testing.assert_array_equal(np.asarray(recovery_left)[:3], [25, 3, 0])
+    dv = np.asarray(sim.sim.data.qvel - state.sim.sim.data.qvel)
+    assert 0 < np.abs(dv[0, :2]).max() <= task.cfg.domain.push_velocity and not dv[0, 2:].any() and not dv[1:].any()
+    assert int(countdown[0]) >= int(round(task.cfg.domain.push_interval_s[0] / ROBOT.control_dt)) and int(countdown[1]) == 99
+
+
 def test_privileged_critic_inputs_are_the_simulator_state(squat_task):
     """``task.privileged`` (bcg_train.tasks.privileged) of a reset batch: the root's velocity in
     its heading frame, its height against the reference's frame, the batch's domain draw and each
@@ -98,7 +114,7 @@ def test_stand_steps_rewards_and_resets():
     SHAC + BCG on the G1, with domain randomization, is test_gpu_train_script's)."""
     enable_compilation_cache()
     cfg = ImitationConfig(domain=DomainRandomizationConfig(enabled=False), episode_length_s=0.2,
-                          bcg=BCGConfig(mode=Estimator.PLAIN))
+                          bcg=BCGConfig(mode=Estimator.PLAIN), push_recovery=PushRecoveryConfig(window_s=0.1, scale=0.5))
     task = ImitationTask(cfg, ROBOT)
     state = task.reset(jax.random.PRNGKey(0), 2)
     step = jax.jit(task.step)
@@ -113,6 +129,16 @@ def test_stand_steps_rewards_and_resets():
     # the 0.2 s episode (10 steps) is truncated at step 10 and the environment restarts
     assert np.asarray(outs[-1].truncated).all() and not np.asarray(outs[-2].truncated).any()
     assert (np.asarray(state.t) == 0).all()
+    # no pushes without DR: no push-recovery window; inside one (env 0, 3 steps left) the posture
+    # terms are halved, the rest unchanged, and the window counts down
+    assert not any(np.asarray(o.metrics["push_recovering"]).any() for o in outs)
+    _, plain = step(state, jnp.zeros((2, 29)))
+    after, relaxed = step(dataclasses.replace(state, recovery_left=jnp.asarray([3, 0], jnp.int32)), jnp.zeros((2, 29)))
+    for name in cfg.rewards.names():
+        p, r = np.asarray(plain.metrics[f"reward/{name}"]), np.asarray(relaxed.metrics[f"reward/{name}"])
+        np.testing.assert_allclose(r, [0.5 * p[0] if name in cfg.push_recovery.terms else p[0], p[1]], rtol=1e-6, err_msg=name)
+    np.testing.assert_array_equal(np.asarray(after.recovery_left), [2, 0])
+    np.testing.assert_array_equal(np.asarray(relaxed.metrics["push_recovering"]), [1.0, 0.0])
     # a robot 1 m away from its reference (standing, teleported) has lost the motion: terminated
     data = state.sim.sim.data
     moved = dataclasses.replace(state, sim=dataclasses.replace(state.sim, sim=state.sim.sim.replace(data=data.replace(qpos=data.qpos.at[:, 0].add(1.0)))))
