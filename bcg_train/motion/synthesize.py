@@ -5,7 +5,9 @@ synthesizes its clips: ``stand``, ``squat``, ``step_in_place`` and ``jump`` (ver
 jump landing on both feet). Each is a joint-space trajectory around the robot's
 default pose; the root height of every frame is set by forward kinematics on the
 ``train`` model so that the lowest foot collider touches the floor (plus the ballistic
-flight height for the jump), so the clips are physically consistent with the model.
+flight height for the jump), so the clips are physically consistent with the model. The
+jump is written as a pelvis height profile whose velocity is continuous through take-off
+and landing (:func:`jump_pelvis_drop`), turned into leg bends by :class:`LegDrop`.
 
 Run ``bcg-make-motions`` (or ``python -m bcg_train.cli.make_motions``) to rewrite
 ``models/motions/*.csv``.
@@ -26,8 +28,6 @@ from bcg_train.motion.loader import CSV_FPS, MotionClip
 GRAVITY = 9.81
 MOTIONS_DIR = share_file("models/motions")
 
-JointOffsets = Callable[[float], dict[str, float]]
-
 
 def _smooth_step(x: float) -> float:
     x = min(max(x, 0.0), 1.0)
@@ -39,16 +39,48 @@ def _leg_bend(side: str, depth: float) -> dict[str, float]:
     return {f"{side}_hip_pitch": -0.5 * depth, f"{side}_knee": depth, f"{side}_ankle_pitch": -0.5 * depth}
 
 
-def stand(t: float) -> dict[str, float]:
+class LegDrop:
+    """How far the pelvis drops below standing (m) for a bend ``d`` of both legs
+    (:func:`_leg_bend`, feet flat on the floor), tabulated by forward kinematics on the model,
+    and its inverse. The jump is written as a pelvis height profile and turned into bends with it."""
+
+    def __init__(self, model: mujoco.MjModel, cfg: RobotConfig, max_bend: float = 1.6, samples: int = 161):
+        data = mujoco.MjData(model)
+        qi = joint_qpos_indices(model, cfg)
+        index = {j: i for i, j in enumerate(cfg.joint_names)}
+        self.bends = np.linspace(0.0, max_bend, samples)
+        heights = []
+        for d in self.bends:
+            q = cfg.default_q.copy()
+            for joint, dq in {**_leg_bend("left", d), **_leg_bend("right", d)}.items():
+                q[index[joint]] += dq
+            data.qpos[:] = model.qpos0
+            data.qpos[3:7] = (1, 0, 0, 0)
+            data.qpos[qi] = q
+            mujoco.mj_kinematics(model, data)
+            heights.append(-_lowest_foot_point(model, data, cfg))
+        self.drops = heights[0] - np.asarray(heights)
+        if np.any(np.diff(self.drops) <= 0):
+            raise ValueError("LegDrop: the pelvis does not drop monotonically with the leg bend")
+
+    def bend(self, drop: float) -> float:
+        """The leg bend (rad) whose pelvis drop is ``drop`` (m)."""
+        return float(np.interp(drop, self.drops, self.bends))
+
+
+JointOffsets = Callable[[float, LegDrop], dict[str, float]]
+
+
+def stand(t: float, legs: LegDrop) -> dict[str, float]:
     return {}
 
 
-def squat(t: float, period: float = 4.0, depth: float = 0.9) -> dict[str, float]:
+def squat(t: float, legs: LegDrop, period: float = 4.0, depth: float = 0.9) -> dict[str, float]:
     d = depth * 0.5 * (1 - np.cos(2 * np.pi * t / period))
     return {**_leg_bend("left", d), **_leg_bend("right", d)}
 
 
-def step_in_place(t: float, period: float = 1.2, lift: float = 0.7) -> dict[str, float]:
+def step_in_place(t: float, legs: LegDrop, period: float = 1.2, lift: float = 0.7) -> dict[str, float]:
     """Alternate foot lifts; arms swing opposite to the legs."""
     s = np.sin(2 * np.pi * t / period)
     ramp = _smooth_step(t / 0.6)
@@ -61,36 +93,59 @@ def step_in_place(t: float, period: float = 1.2, lift: float = 0.7) -> dict[str,
     return out
 
 
-JUMP_CROUCH = (0.5, 1.1)  # crouch down, then extend until takeoff (s)
-JUMP_TAKEOFF_SPEED = 1.4  # m/s: flight time 2 v/g = 0.29 s, apex 0.10 m
+# The jump as a pelvis height profile (drop below standing, m), so that its velocity is
+# continuous through take-off and landing: crouch, push off with a constant upward
+# acceleration that reaches the take-off speed at the take-off drop, fly ballistically with
+# the legs held, land at that speed and brake with a constant deceleration into the crouch,
+# hold, stand up. The take-off is with the legs still a little bent (drop 2 cm): near full
+# extension the pelvis rises only 0.047 m per radian of bend, so 1.2 m/s there would need the
+# knee at ~25 rad/s, past its 20 rad/s limit; at 2 cm it is ~13 rad/s.
+JUMP_START = 0.5  # s: the crouch starts
+JUMP_CROUCH_S = 0.4  # s to crouch
+JUMP_CROUCH_DROP = 0.15  # m
+JUMP_TAKEOFF_DROP = 0.02  # m: legs still bent at take-off (and touch-down)
+JUMP_TAKEOFF_SPEED = 1.2  # m/s: flight 2 v / g = 0.245 s, apex 7.3 cm
+JUMP_HOLD_S = 0.2  # s in the landing crouch
+JUMP_STAND_S = 0.6  # s to stand up
+_PUSH = JUMP_CROUCH_DROP - JUMP_TAKEOFF_DROP  # m the pelvis rises while pushing off (and brakes on landing)
+JUMP_PUSH_S = 2 * _PUSH / JUMP_TAKEOFF_SPEED  # s (constant acceleration from rest)
+JUMP_PUSH_ACCEL = JUMP_TAKEOFF_SPEED**2 / (2 * _PUSH)  # m/s^2 above gravity's support
+JUMP_FLIGHT_S = 2 * JUMP_TAKEOFF_SPEED / GRAVITY
+JUMP_TAKEOFF = JUMP_START + JUMP_CROUCH_S + JUMP_PUSH_S  # s
+JUMP_LAND = JUMP_TAKEOFF + JUMP_FLIGHT_S  # s
 
 
-def _jump_flight_time() -> float:
-    return 2 * JUMP_TAKEOFF_SPEED / GRAVITY
+def jump_pelvis_drop(t: float) -> float:
+    """The jump's pelvis drop below standing (m) with the feet on the floor, flight excluded."""
+    push_start, stand_start = JUMP_START + JUMP_CROUCH_S, JUMP_LAND + JUMP_PUSH_S + JUMP_HOLD_S
+    if t < JUMP_START:
+        return 0.0
+    if t < push_start:
+        return JUMP_CROUCH_DROP * _smooth_step((t - JUMP_START) / JUMP_CROUCH_S)
+    if t < JUMP_TAKEOFF:
+        return JUMP_CROUCH_DROP - 0.5 * JUMP_PUSH_ACCEL * (t - push_start) ** 2
+    if t < JUMP_LAND:
+        return JUMP_TAKEOFF_DROP
+    if t < JUMP_LAND + JUMP_PUSH_S:
+        tau = t - JUMP_LAND
+        return JUMP_TAKEOFF_DROP + JUMP_TAKEOFF_SPEED * tau - 0.5 * JUMP_PUSH_ACCEL * tau * tau
+    if t < stand_start:
+        return JUMP_CROUCH_DROP
+    return JUMP_CROUCH_DROP * (1 - _smooth_step((t - stand_start) / JUMP_STAND_S))
 
 
-def jump(t: float, depth: float = 0.8) -> dict[str, float]:
-    """Stand, crouch, extend, fly with extended legs, land into a crouch, stand up."""
-    t0, t1 = JUMP_CROUCH
-    t_land = t1 + _jump_flight_time()
-    if t < t0:
-        d = 0.0
-    elif t < 0.9:
-        d = depth * _smooth_step((t - t0) / 0.4)
-    elif t < t1:
-        d = depth * (1 - _smooth_step((t - 0.9) / (t1 - 0.9)))
-    elif t < t_land:
-        d = 0.0
-    else:
-        d = depth * 0.8 * np.sin(np.pi * min((t - t_land) / 0.8, 1.0)) if t < t_land + 0.8 else 0.0
-    arms = -0.6 * d / depth
+def jump(t: float, legs: LegDrop) -> dict[str, float]:
+    """Stand, crouch, push off, fly with the legs held, land into a crouch, stand up
+    (:func:`jump_pelvis_drop`); the arms swing back with the crouch."""
+    drop = jump_pelvis_drop(t)
+    d = legs.bend(drop)
+    arms = -0.6 * drop / JUMP_CROUCH_DROP
     return {**_leg_bend("left", d), **_leg_bend("right", d), "left_shoulder_pitch": arms, "right_shoulder_pitch": arms}
 
 
 def jump_flight_height(t: float) -> float:
-    t1 = JUMP_CROUCH[1]
-    tau = t - t1
-    if 0 <= tau <= _jump_flight_time():
+    tau = t - JUMP_TAKEOFF
+    if 0 <= tau <= JUMP_FLIGHT_S:
         return JUMP_TAKEOFF_SPEED * tau - 0.5 * GRAVITY * tau * tau
     return 0.0
 
@@ -118,6 +173,7 @@ def synthesize(name: str, cfg: RobotConfig, model: mujoco.MjModel | None = None,
     duration, offsets, flight = MOTIONS[name]
     model = model if model is not None else build_model(cfg, "train")
     data = mujoco.MjData(model)
+    legs = LegDrop(model, cfg)
     qi = joint_qpos_indices(model, cfg)
     index = {j: i for i, j in enumerate(cfg.joint_names)}
     n = int(round(duration * fps)) + 1
@@ -125,7 +181,7 @@ def synthesize(name: str, cfg: RobotConfig, model: mujoco.MjModel | None = None,
     for k in range(n):
         t = k / fps
         q = cfg.default_q.copy()
-        for joint, dq in offsets(t).items():
+        for joint, dq in offsets(t, legs).items():
             q[index[joint]] += dq
         q = np.clip(q, cfg.lower, cfg.upper)
         data.qpos[:] = model.qpos0
