@@ -96,6 +96,13 @@ class ImitationState:
     domain_countdown: jax.Array  # () control steps to the next model sample
     rng: jax.Array
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling (a checkpoint's environments): a state saved before ``recovery_left``
+        existed resumes with no push-recovery window open."""
+        if "recovery_left" not in state:
+            state = {**state, "recovery_left": np.zeros(np.shape(state["t"]), np.int32)}
+        self.__dict__.update(state)
+
 
 class StepOutput(NamedTuple):
     obs: jax.Array  # (K, obs) after the step (after the reset of finished environments)
