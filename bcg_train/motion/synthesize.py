@@ -39,27 +39,52 @@ def _leg_bend(side: str, depth: float) -> dict[str, float]:
     return {f"{side}_hip_pitch": -0.5 * depth, f"{side}_knee": depth, f"{side}_ankle_pitch": -0.5 * depth}
 
 
+def _lowest_foot_point(model: mujoco.MjModel, data: mujoco.MjData, cfg: RobotConfig) -> float:
+    foot_ids = {model.body(f).id for f in cfg.feet}
+    zs = [
+        data.geom_xpos[g, 2] - model.geom_size[g, 0]
+        for g in range(model.ngeom)
+        if model.geom_bodyid[g] in foot_ids and model.geom_conaffinity[g] and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE
+    ]
+    return float(min(zs))
+
+
+def _pose(cfg: RobotConfig, offsets: dict[str, float]) -> np.ndarray:
+    """Joint angles in motor order: the default pose plus ``offsets`` (joint name -> rad),
+    clipped to the joint limits."""
+    q = cfg.default_q.copy()
+    for joint, dq in offsets.items():
+        q[cfg.joint_names.index(joint)] += dq
+    return np.clip(q, cfg.lower, cfg.upper)
+
+
+class _StandingHeight:
+    """The root height (m) at which joint angles ``q`` (motor order, upright root) put the lowest
+    foot collider on the floor, by forward kinematics on ``model``."""
+
+    def __init__(self, model: mujoco.MjModel, cfg: RobotConfig):
+        self.model, self.cfg = model, cfg
+        self.data = mujoco.MjData(model)
+        self.qi = joint_qpos_indices(model, cfg)
+
+    def __call__(self, q: np.ndarray) -> float:
+        self.data.qpos[:] = self.model.qpos0
+        self.data.qpos[:3] = 0.0
+        self.data.qpos[3:7] = (1, 0, 0, 0)
+        self.data.qpos[self.qi] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        return -_lowest_foot_point(self.model, self.data, self.cfg)
+
+
 class LegDrop:
     """How far the pelvis drops below standing (m) for a bend ``d`` of both legs
     (:func:`_leg_bend`, feet flat on the floor), tabulated by forward kinematics on the model,
     and its inverse. The jump is written as a pelvis height profile and turned into bends with it."""
 
-    def __init__(self, model: mujoco.MjModel, cfg: RobotConfig, max_bend: float = 1.6, samples: int = 161):
-        data = mujoco.MjData(model)
-        qi = joint_qpos_indices(model, cfg)
-        index = {j: i for i, j in enumerate(cfg.joint_names)}
+    def __init__(self, height: _StandingHeight, cfg: RobotConfig, max_bend: float = 1.6, samples: int = 161):
         self.bends = np.linspace(0.0, max_bend, samples)
-        heights = []
-        for d in self.bends:
-            q = cfg.default_q.copy()
-            for joint, dq in {**_leg_bend("left", d), **_leg_bend("right", d)}.items():
-                q[index[joint]] += dq
-            data.qpos[:] = model.qpos0
-            data.qpos[3:7] = (1, 0, 0, 0)
-            data.qpos[qi] = q
-            mujoco.mj_kinematics(model, data)
-            heights.append(-_lowest_foot_point(model, data, cfg))
-        self.drops = heights[0] - np.asarray(heights)
+        heights = np.array([height(_pose(cfg, {**_leg_bend("left", d), **_leg_bend("right", d)})) for d in self.bends])
+        self.drops = heights[0] - heights
         if np.any(np.diff(self.drops) <= 0):
             raise ValueError("LegDrop: the pelvis does not drop monotonically with the leg bend")
 
@@ -158,38 +183,18 @@ MOTIONS: dict[str, tuple[float, JointOffsets, Callable[[float], float]]] = {
 }
 
 
-def _lowest_foot_point(model: mujoco.MjModel, data: mujoco.MjData, cfg: RobotConfig) -> float:
-    foot_ids = {model.body(f).id for f in cfg.feet}
-    zs = [
-        data.geom_xpos[g, 2] - model.geom_size[g, 0]
-        for g in range(model.ngeom)
-        if model.geom_bodyid[g] in foot_ids and model.geom_conaffinity[g] and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE
-    ]
-    return float(min(zs))
-
-
 def synthesize(name: str, cfg: RobotConfig, model: mujoco.MjModel | None = None, fps: float = CSV_FPS) -> MotionClip:
     """Frames of motion ``name`` with feet on the floor (see module docstring)."""
     duration, offsets, flight = MOTIONS[name]
     model = model if model is not None else build_model(cfg, "train")
-    data = mujoco.MjData(model)
-    legs = LegDrop(model, cfg)
-    qi = joint_qpos_indices(model, cfg)
-    index = {j: i for i, j in enumerate(cfg.joint_names)}
+    height = _StandingHeight(model, cfg)
+    legs = LegDrop(height, cfg)
     n = int(round(duration * fps)) + 1
     root_pos, joint_pos = np.zeros((n, 3)), np.zeros((n, cfg.num_joints))
     for k in range(n):
         t = k / fps
-        q = cfg.default_q.copy()
-        for joint, dq in offsets(t, legs).items():
-            q[index[joint]] += dq
-        q = np.clip(q, cfg.lower, cfg.upper)
-        data.qpos[:] = model.qpos0
-        data.qpos[:3] = 0.0
-        data.qpos[3:7] = (1, 0, 0, 0)
-        data.qpos[qi] = q
-        mujoco.mj_kinematics(model, data)
-        root_pos[k, 2] = -_lowest_foot_point(model, data, cfg) + flight(t)
+        q = _pose(cfg, offsets(t, legs))
+        root_pos[k, 2] = height(q) + flight(t)
         joint_pos[k] = q
     quat = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
     return MotionClip(name=name, fps=fps, root_pos=root_pos, root_quat=quat, joint_pos=joint_pos)

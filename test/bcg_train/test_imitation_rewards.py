@@ -12,8 +12,7 @@ from bcg_robot.paths import share_file
 from bcg_train.learn.config import load_train_config
 from bcg_train.tasks.config import PushRecoveryConfig, RewardConfig, RewardTerm, TerminationConfig
 from bcg_train.tasks.rewards import (TERMINATION_REASONS, TrackedState, anchor_to_heading, key_body_error, reference_in_frame, relax_after_push,
-                                     reward_terms,
-                                     terminated, termination_reasons, tracking_errors, yaw)
+                                     reward_terms, terminated, termination_reasons, tracking_errors, yaw)
 
 N, K = 29, 10
 

@@ -18,9 +18,8 @@ def test_a_checkpoint_saved_before_push_recovery_resumes_with_no_window_open():
     env = load_checkpoint(OLD_CHECKPOINT).state.env
     assert isinstance(env, ImitationState)
     np.testing.assert_array_equal(np.asarray(env.recovery_left), np.zeros(np.shape(env.t), np.int32))
-    # a whole pytree again: as many leaves as its fields hold, recovery_left among them
-    fresh = jax.tree_util.tree_leaves(env)
-    assert any(leaf is env.recovery_left for leaf in fresh)
+    # a whole pytree again, recovery_left among its leaves
+    assert any(leaf is env.recovery_left for leaf in jax.tree_util.tree_leaves(env))
     # a state with the field keeps its values through a pickle round trip
     open_window = ImitationState(**{**vars(env), "recovery_left": np.full(np.shape(env.t), 7, np.int32)})
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(open_window)).recovery_left, 7)
