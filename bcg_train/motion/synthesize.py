@@ -7,7 +7,7 @@ default pose; the root height of every frame is set by forward kinematics on the
 ``train`` model so that the lowest foot collider touches the floor (plus the ballistic
 flight height for the jump), so the clips are physically consistent with the model. The
 jump is written as a pelvis height profile whose velocity is continuous through take-off
-and landing (:func:`jump_pelvis_drop`), turned into leg bends by :class:`LegDrop`.
+and landing (:class:`JumpProfile`), turned into leg bends by :class:`LegDrop`.
 
 Run ``bcg-make-motions`` (or ``python -m bcg_train.cli.make_motions``) to rewrite
 ``models/motions/*.csv``.
@@ -15,6 +15,7 @@ Run ``bcg-make-motions`` (or ``python -m bcg_train.cli.make_motions``) to rewrit
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import mujoco
@@ -121,65 +122,98 @@ def step_in_place(t: float, legs: LegDrop, period: float = 1.2, lift: float = 0.
 # The jump as a pelvis height profile (drop below standing, m), so that its velocity is
 # continuous through take-off and landing: crouch, push off with a constant upward
 # acceleration that reaches the take-off speed at the take-off drop, fly ballistically with
-# the legs held, land at that speed and brake with a constant deceleration into the crouch,
-# hold, stand up. The take-off is with the legs still a little bent (drop 2 cm): near full
-# extension the pelvis rises only 0.047 m per radian of bend, so 1.2 m/s there would need the
-# knee at ~25 rad/s, past its 20 rad/s limit; at 2 cm it is ~13 rad/s.
-JUMP_START = 0.5  # s: the crouch starts
-JUMP_CROUCH_S = 0.4  # s to crouch
-JUMP_CROUCH_DROP = 0.15  # m
-JUMP_TAKEOFF_DROP = 0.02  # m: legs still bent at take-off (and touch-down)
-JUMP_TAKEOFF_SPEED = 1.2  # m/s: flight 2 v / g = 0.245 s, apex 7.3 cm
-JUMP_HOLD_S = 0.2  # s in the landing crouch
-JUMP_STAND_S = 0.6  # s to stand up
-_PUSH = JUMP_CROUCH_DROP - JUMP_TAKEOFF_DROP  # m the pelvis rises while pushing off (and brakes on landing)
-JUMP_PUSH_S = 2 * _PUSH / JUMP_TAKEOFF_SPEED  # s (constant acceleration from rest)
-JUMP_PUSH_ACCEL = JUMP_TAKEOFF_SPEED**2 / (2 * _PUSH)  # m/s^2 above gravity's support
-JUMP_FLIGHT_S = 2 * JUMP_TAKEOFF_SPEED / GRAVITY
-JUMP_TAKEOFF = JUMP_START + JUMP_CROUCH_S + JUMP_PUSH_S  # s
-JUMP_LAND = JUMP_TAKEOFF + JUMP_FLIGHT_S  # s
+# the legs held, land at that speed and brake with a constant deceleration into the landing
+# crouch, hold, stand up. The take-off is with the legs still a little bent (drop 2 cm): near
+# full extension the pelvis rises only 0.047 m per radian of bend, so 1.2 m/s there would need
+# the knee at ~25 rad/s, past its 20 rad/s limit; at 2 cm it is ~13 rad/s.
+@dataclass(frozen=True)
+class JumpProfile:
+    """The jump's timing and depths (s, m, m/s)."""
 
+    start: float = 0.5  # the crouch starts
+    crouch_s: float = 0.4  # time to crouch
+    crouch_drop: float = 0.15  # the take-off crouch
+    takeoff_drop: float = 0.02  # legs still bent at take-off (and touch-down)
+    takeoff_speed: float = 1.2  # flight 2 v / g = 0.245 s, apex 7.3 cm
+    land_drop: float = 0.15  # the landing crouch
+    hold_s: float = 0.2  # time in the landing crouch
+    stand_s: float = 0.6  # time to stand up
 
-def jump_pelvis_drop(t: float) -> float:
-    """The jump's pelvis drop below standing (m) with the feet on the floor, flight excluded."""
-    push_start, stand_start = JUMP_START + JUMP_CROUCH_S, JUMP_LAND + JUMP_PUSH_S + JUMP_HOLD_S
-    if t < JUMP_START:
+    @property
+    def push_s(self) -> float:  # constant acceleration from rest over crouch_drop - takeoff_drop
+        return 2 * (self.crouch_drop - self.takeoff_drop) / self.takeoff_speed
+
+    @property
+    def push_accel(self) -> float:  # m/s^2 above gravity's support
+        return self.takeoff_speed**2 / (2 * (self.crouch_drop - self.takeoff_drop))
+
+    @property
+    def brake_s(self) -> float:  # constant deceleration to rest over land_drop - takeoff_drop
+        return 2 * (self.land_drop - self.takeoff_drop) / self.takeoff_speed
+
+    @property
+    def brake_accel(self) -> float:
+        return self.takeoff_speed**2 / (2 * (self.land_drop - self.takeoff_drop))
+
+    @property
+    def flight_s(self) -> float:
+        return 2 * self.takeoff_speed / GRAVITY
+
+    @property
+    def takeoff(self) -> float:  # s
+        return self.start + self.crouch_s + self.push_s
+
+    @property
+    def land(self) -> float:  # s
+        return self.takeoff + self.flight_s
+
+    @property
+    def stand_start(self) -> float:
+        return self.land + self.brake_s + self.hold_s
+
+    def pelvis_drop(self, t: float) -> float:
+        """The pelvis drop below standing (m) with the feet on the floor, flight excluded."""
+        push_start = self.start + self.crouch_s
+        if t < self.start:
+            return 0.0
+        if t < push_start:
+            return self.crouch_drop * _smooth_step((t - self.start) / self.crouch_s)
+        if t < self.takeoff:
+            return self.crouch_drop - 0.5 * self.push_accel * (t - push_start) ** 2
+        if t < self.land:
+            return self.takeoff_drop
+        if t < self.land + self.brake_s:
+            tau = t - self.land
+            return self.takeoff_drop + self.takeoff_speed * tau - 0.5 * self.brake_accel * tau * tau
+        if t < self.stand_start:
+            return self.land_drop
+        return self.land_drop * (1 - _smooth_step((t - self.stand_start) / self.stand_s))
+
+    def flight_height(self, t: float) -> float:
+        """The root's height above its standing height in flight (m), zero on the floor."""
+        tau = t - self.takeoff
+        if 0 <= tau <= self.flight_s:
+            return self.takeoff_speed * tau - 0.5 * GRAVITY * tau * tau
         return 0.0
-    if t < push_start:
-        return JUMP_CROUCH_DROP * _smooth_step((t - JUMP_START) / JUMP_CROUCH_S)
-    if t < JUMP_TAKEOFF:
-        return JUMP_CROUCH_DROP - 0.5 * JUMP_PUSH_ACCEL * (t - push_start) ** 2
-    if t < JUMP_LAND:
-        return JUMP_TAKEOFF_DROP
-    if t < JUMP_LAND + JUMP_PUSH_S:
-        tau = t - JUMP_LAND
-        return JUMP_TAKEOFF_DROP + JUMP_TAKEOFF_SPEED * tau - 0.5 * JUMP_PUSH_ACCEL * tau * tau
-    if t < stand_start:
-        return JUMP_CROUCH_DROP
-    return JUMP_CROUCH_DROP * (1 - _smooth_step((t - stand_start) / JUMP_STAND_S))
 
 
-def jump(t: float, legs: LegDrop) -> dict[str, float]:
+JUMP = JumpProfile()
+
+
+def jump(t: float, legs: LegDrop, profile: JumpProfile = JUMP) -> dict[str, float]:
     """Stand, crouch, push off, fly with the legs held, land into a crouch, stand up
-    (:func:`jump_pelvis_drop`); the arms swing back with the crouch."""
-    drop = jump_pelvis_drop(t)
+    (:meth:`JumpProfile.pelvis_drop`); the arms swing back with the crouch."""
+    drop = profile.pelvis_drop(t)
     d = legs.bend(drop)
-    arms = -0.6 * drop / JUMP_CROUCH_DROP
+    arms = -0.6 * drop / profile.crouch_drop
     return {**_leg_bend("left", d), **_leg_bend("right", d), "left_shoulder_pitch": arms, "right_shoulder_pitch": arms}
-
-
-def jump_flight_height(t: float) -> float:
-    tau = t - JUMP_TAKEOFF
-    if 0 <= tau <= JUMP_FLIGHT_S:
-        return JUMP_TAKEOFF_SPEED * tau - 0.5 * GRAVITY * tau * tau
-    return 0.0
 
 
 MOTIONS: dict[str, tuple[float, JointOffsets, Callable[[float], float]]] = {
     "stand": (10.0, stand, lambda t: 0.0),
     "squat": (8.0, squat, lambda t: 0.0),
     "step_in_place": (7.2, step_in_place, lambda t: 0.0),
-    "jump": (3.0, jump, jump_flight_height),
+    "jump": (3.0, jump, JUMP.flight_height),
 }
 
 

@@ -69,16 +69,16 @@ def test_the_jump_clip_reaches_its_take_off_speed_before_it_leaves_the_floor():
     """The jump's pelvis speeds up through the push-off to the flight's speed (the clip once
     slowed to 0.13 m/s at full extension and then flew off at 1.4 m/s), lands at that speed and
     brakes into the crouch, with every joint within its speed limit."""
-    from bcg_train.motion.synthesize import JUMP_LAND, JUMP_TAKEOFF, JUMP_TAKEOFF_SPEED
+    from bcg_train.motion.synthesize import JUMP
 
     ref = reference_from_clip(load_motion_csv(share_file("models/motions/jump.csv"), CFG), CFG)
     t = np.arange(ref.num_frames) * ref.dt
     vz = ref.root_lin_vel[:, 2]
-    push = (t > JUMP_TAKEOFF - 0.06) & (t < JUMP_TAKEOFF)  # the last frames on the floor
-    brake = (t > JUMP_LAND) & (t < JUMP_LAND + 0.06)
+    push = (t > JUMP.takeoff - 0.06) & (t < JUMP.takeoff)  # the last frames on the floor
+    brake = (t > JUMP.land) & (t < JUMP.land + 0.06)
     assert push.any() and brake.any()
-    assert vz[push].max() >= 0.8 * JUMP_TAKEOFF_SPEED
-    assert vz[brake].min() <= -0.8 * JUMP_TAKEOFF_SPEED
+    assert vz[push].max() >= 0.8 * JUMP.takeoff_speed
+    assert vz[brake].min() <= -0.8 * JUMP.takeoff_speed
     # no jump in vertical speed between control steps beyond what the push-off or gravity give
     assert np.abs(np.diff(vz)).max() / ref.dt < 2.0 * 9.81
     assert np.all(np.abs(ref.joint_vel) <= CFG.velocity)
