@@ -16,16 +16,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="ONNX file to write")
     args = parser.parse_args(argv)
     with exit_on_input_error(parser.prog):
-        from bcg_robot.action_offset import REFERENCE
-        from bcg_train.export.policy import export_onnx
+        from bcg_train.export.policy import export_onnx, reference_offset_table
         from bcg_train.learn.train import load_checkpoint
-        from bcg_train.motion.reference import load_reference_motion
-        from bcg_train.tasks.imitation import resolve_share_path
 
         ckpt = load_checkpoint(args.checkpoint)
         robot = load_robot_config()
-        ref = load_reference_motion(resolve_share_path(ckpt.config.task.motion), robot, ckpt.config.task.motion_fps)
-        table = ref.joint_pos if ckpt.config.task.action_offset == REFERENCE else None
+        ref, table = reference_offset_table(ckpt.config, robot)
         path = export_onnx(args.out, ckpt.config, robot, ckpt.state.actor, ckpt.state.obs_stats, ref.name, ref.length_s, table)
         dump_dataclass(ckpt.config, path.with_suffix(".train.yaml"))
         print(f"bcg-export: {path} (iteration {int(ckpt.state.iteration)} of {ckpt.path}, motion '{ref.name}' {ref.length_s:.2f} s)")

@@ -7,6 +7,10 @@ rolled in the bridge model under domain randomization (bcg-eval) on the selectio
 ``<run>/select/checkpoints.csv``. The best is the one with the fewest falls, then the
 lowest E_track, then the earliest; it is written to ``<run>/select/best.json``.
 
+A run that writes ONNX policies instead of checkpoints (the PPO arm of ``bcg-benchmark``:
+``<run>/policies/itNNNNNN.onnx`` with its ``.train.yaml``) is judged the same way, without
+the export.
+
 With ``--watch`` it runs beside ``bcg-train`` (started together: it waits up to
 ``WATCH_START_TIMEOUT_S`` for the run directory): it evaluates checkpoints as they appear and
 stops once the run has written its ``summary.json`` (the end of a run) and every due
@@ -32,13 +36,15 @@ CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm")
 # with --watch, how long to wait for bcg-train (started at the same time) to create the run directory
 WATCH_START_TIMEOUT_S = 600.0
 _CHECKPOINT = re.compile(r"^(\d{6})\.pkl$")
+_POLICY = re.compile(r"^it(\d{6})\.onnx$")
 
 
 def due_checkpoints(checkpoint_dir: Path, every: int, done: set[int]) -> list[tuple[int, Path]]:
-    """(iteration, path) of the checkpoints whose iteration is a multiple of ``every`` and not in ``done``, in order."""
+    """(iteration, path) of the checkpoints (``NNNNNN.pkl``, or exported ``itNNNNNN.onnx``) whose
+    iteration is a multiple of ``every`` and not in ``done``, in order."""
     found = []
-    for path in sorted(checkpoint_dir.glob("*.pkl")) if checkpoint_dir.is_dir() else []:
-        match = _CHECKPOINT.match(path.name)
+    for path in sorted(checkpoint_dir.iterdir()) if checkpoint_dir.is_dir() else []:
+        match = _CHECKPOINT.match(path.name) or _POLICY.match(path.name)
         if match and int(match.group(1)) % every == 0 and int(match.group(1)) not in done:
             found.append((int(match.group(1)), path))
     return found
@@ -62,9 +68,12 @@ def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
     from bcg_train.cli.evaluate import main as evaluate
     from bcg_train.cli.export import main as export
 
-    policy = out / f"it{iteration:06d}.onnx"
-    if export([str(checkpoint), "--out", str(policy)]) != 0:
-        raise ContractError(checkpoint, "bcg-export failed")
+    if checkpoint.suffix == ".onnx":  # already a policy (its .train.yaml beside it)
+        policy = checkpoint
+    else:
+        policy = out / f"it{iteration:06d}.onnx"
+        if export([str(checkpoint), "--out", str(policy)]) != 0:
+            raise ContractError(checkpoint, "bcg-export failed")
     eval_dir = out / f"it{iteration:06d}_seeds{args.first_seed}-{args.first_seed + args.seeds - 1}"
     judged_with = ["--train-config", str(args.train_config)] if args.train_config is not None else []
     if evaluate([str(policy), "--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--duration", str(args.duration),
@@ -77,7 +86,7 @@ def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-select-checkpoint", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path, help="a bcg-train run directory (with checkpoints/)")
+    parser.add_argument("run_dir", type=Path, help="a bcg-train run directory (with checkpoints/), or a bcg-benchmark PPO run (with policies/)")
     parser.add_argument("--every", type=int, default=50, help="evaluate checkpoints whose iteration is a multiple of this")
     parser.add_argument("--seeds", type=int, default=20, help="selection seeds per checkpoint")
     parser.add_argument("--first-seed", type=int, default=0, help="first selection seed (report on other seeds)")
@@ -106,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         while True:
             summary = args.run_dir / "summary.json"
             finished = summary.is_file() and summary.stat().st_mtime >= started
-            due = due_checkpoints(args.run_dir / "checkpoints", args.every, {r["iteration"] for r in rows})
+            found = args.run_dir / ("policies" if (args.run_dir / "policies").is_dir() else "checkpoints")
+            due = due_checkpoints(found, args.every, {r["iteration"] for r in rows})
             for iteration, checkpoint in due:
                 row = _evaluate(iteration, checkpoint, out, args)
                 rows.append(row)

@@ -80,6 +80,17 @@ def jax_policy_on_raw(contract: PolicyContract, actor, stats: RunningStats, obs_
     return offset + jnp.asarray(contract.action_scale, jnp.float32) * action, action
 
 
+def reference_offset_table(cfg: TrainConfig, robot: RobotConfig):
+    """The task's reference motion and, with ``action_offset: reference``, the offset table the
+    ONNX graph carries (its joint positions at the control rate); else None."""
+    from bcg_robot.action_offset import REFERENCE
+    from bcg_train.motion.reference import load_reference_motion
+    from bcg_train.tasks.imitation import resolve_share_path
+
+    ref = load_reference_motion(resolve_share_path(cfg.task.motion), robot, cfg.task.motion_fps)
+    return ref, (ref.joint_pos if cfg.task.action_offset == REFERENCE else None)
+
+
 def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, stats: RunningStats, motion_id: str, motion_length_s: float,
                 reference_joint_pos: np.ndarray | None = None) -> Path:
     """``reference_joint_pos`` (frames at the control rate, n): exactly with ``action_offset: reference``

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 from typing import Any, Callable, Iterator
 
@@ -58,6 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from brax.envs.base import Env, State
+from brax.training.acme import running_statistics
 from brax.training.agents.ppo import networks as ppo_networks
 from brax.training.agents.ppo import train as brax_ppo
 from flax import linen
@@ -192,6 +194,22 @@ def _history_row(step: int, walltime: float, training: dict, episode: dict, metr
     return row
 
 
+def make_networks(cfg: PPOConfig, obs_size: int, action_size: int, preprocess_observations_fn: Callable = running_statistics.normalize):
+    """brax's PPO networks with the config's sizes and ELU activations: the ``network_factory`` of
+    :func:`train_ppo` (and what :mod:`bcg_train.export.ppo_policy` maps onto the ONNX graph)."""
+    return ppo_networks.make_ppo_networks(
+        obs_size,
+        action_size,
+        preprocess_observations_fn=preprocess_observations_fn,
+        policy_hidden_layer_sizes=tuple(cfg.actor_hidden),
+        value_hidden_layer_sizes=tuple(cfg.critic_hidden),
+        activation=linen.elu,
+        distribution_type="normal",
+        noise_std_type="log",
+        init_noise_std=cfg.init_noise_std,
+    )
+
+
 def train_ppo(
     task: Any,
     cfg: PPOConfig,
@@ -228,17 +246,7 @@ def train_ppo(
         if progress_fn is not None:
             progress_fn(row)
 
-    network_factory = lambda obs_size, action_size, preprocess_observations_fn: ppo_networks.make_ppo_networks(  # noqa: E731
-        obs_size,
-        action_size,
-        preprocess_observations_fn=preprocess_observations_fn,
-        policy_hidden_layer_sizes=tuple(cfg.actor_hidden),
-        value_hidden_layer_sizes=tuple(cfg.critic_hidden),
-        activation=linen.elu,
-        distribution_type="normal",
-        noise_std_type="log",
-        init_noise_std=cfg.init_noise_std,
-    )
+    network_factory = functools.partial(make_networks, cfg)
     steps_per_iteration = cfg.num_envs * cfg.rollout_steps
     with brax_jax_compat():
         make_policy, params, _ = brax_ppo.train(

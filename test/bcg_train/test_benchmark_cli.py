@@ -1,0 +1,106 @@
+"""bcg-benchmark's evaluated threshold: PPO leaves ONNX policies that bcg-select-checkpoint judges
+like SHAC's checkpoints, and the report turns the selection tables into env steps, wall time and ratios."""
+
+import csv
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from brax.training.acme import running_statistics
+
+from bcg_robot.config import load_robot_config
+from bcg_robot.observation import observation_size
+from bcg_robot.onnx_policy import OnnxPolicy
+from bcg_train.cli.benchmark import evaluated_threshold, main, method_config, ppo_policy_writer, report
+from bcg_train.cli.select_checkpoint import main as select_main
+from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, load_train_config
+from bcg_train.learn.ppo_baseline import PPOConfig, make_networks
+
+ROBOT = load_robot_config()
+
+
+def _rows(*judged):
+    return [{"iteration": it, "falls": f, "seeds": 20, "e_track_cm": e, "root_z_cm": 1.0} for it, f, e in judged]
+
+
+def _history(iterations: int, per_iteration: int, s_per_iteration: float):
+    return [{"env_steps": float((i + 1) * per_iteration), "wall_s": i * s_per_iteration, "tracking_error_m": 0.05, "reward": 0.5}
+            for i in range(iterations)]
+
+
+def test_evaluated_threshold_is_the_first_policy_within_both_limits():
+    history = _history(200, 256, 5.0)
+    rows = _rows((150, 1, 2.0), (50, 3, 1.0), (100, 2, 2.6), (200, 0, 1.0))  # out of order on purpose
+    first = evaluated_threshold(history, rows, max_falls=2, max_e_track_cm=2.5, steps_per_iteration=256)
+    assert first["iteration"] == 150 and first["env_steps"] == 150 * 256 and first["wall_s"] == 149 * 5.0
+    assert evaluated_threshold(history, rows, max_falls=0, max_e_track_cm=2.5, steps_per_iteration=256)["iteration"] == 200
+    assert evaluated_threshold(history, rows, max_falls=0, max_e_track_cm=0.5, steps_per_iteration=256) is None
+
+
+def _write_method(out, method, per_iteration, iterations, judged):
+    run = out / method
+    (run / "select").mkdir(parents=True)
+    (run / "history.json").write_text(json.dumps({"steps_per_iteration": per_iteration, "rows": _history(iterations, per_iteration, 2.0)}))
+    with open(run / "select" / "checkpoints.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["iteration", "falls", "seeds", "e_track_cm", "root_z_cm"])
+        writer.writeheader()
+        writer.writerows(_rows(*judged))
+
+
+def test_report_gives_ratios_and_a_lower_bound_for_a_method_that_never_passes(tmp_path, capsys):
+    _write_method(tmp_path, "shac_bcg", 256, 200, [(100, 5, 1.0), (200, 1, 1.2)])
+    _write_method(tmp_path, "shac_stiff", 256, 400, [(200, 4, 1.0), (400, 2, 1.1)])
+    _write_method(tmp_path, "ppo", 1536, 300, [(100, 20, 3.0), (200, 9, 2.0), (300, 6, 1.9)])
+    verdict = report(tmp_path, threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
+    assert verdict["methods"]["shac_bcg"]["evaluated_threshold"]["env_steps"] == 200 * 256
+    assert verdict["ratios"]["shac_stiff_to_shac_bcg_env_steps"] == pytest.approx(2.0)
+    assert verdict["methods"]["ppo"]["evaluated_threshold"] is None
+    assert verdict["ratios"]["ppo_to_shac_bcg_env_steps_at_least"] == pytest.approx(300 * 1536 / (200 * 256))
+    assert json.loads((tmp_path / "benchmark.json").read_text())["ratios"] == verdict["ratios"]
+    assert "not reached" in capsys.readouterr().out
+
+
+def test_report_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--report", "--out", str(tmp_path / "none")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "none" in err and "no benchmark directory" in err and "\n" not in err
+
+
+def test_methods_differ_only_in_the_estimator_and_all_train_on_stiff_contact(tmp_path):
+    base = load_train_config(TRAIN_CONFIG_DIR / "squat.yaml", "cpu-small")
+    cfgs = {m: method_config(base, m, tmp_path / m, 25) for m in ("shac_bcg", "shac_stiff", "ppo")}
+    assert {c.task.contact for c in cfgs.values()} == {"stiff"}
+    assert (cfgs["shac_bcg"].task.bcg.mode, cfgs["shac_stiff"].task.bcg.mode) == ("bcg", "plain")
+    assert all(c.checkpoint_every == 25 for c in cfgs.values())
+    assert cfgs["shac_bcg"].task.rewards == cfgs["ppo"].task.rewards == base.task.rewards
+    assert "cpu-small" in PRESETS
+
+
+def test_ppo_policies_are_written_every_n_iterations_and_judged_by_select_checkpoint(tmp_path):
+    """The PPO arm's writer exports brax's policy with its config; bcg-select-checkpoint judges the
+    files directly (bridge model, DR on, a short rollout)."""
+    base = load_train_config(TRAIN_CONFIG_DIR / "squat.yaml", "cpu-small")
+    run = tmp_path / "ppo"
+    cfg = method_config(base, "ppo", run, 2)
+    ppo = PPOConfig(num_envs=4, rollout_steps=24, actor_hidden=(16,), critic_hidden=(8,))
+    n_obs = observation_size(cfg.task.observation_spec, ROBOT.num_joints)
+    nets = make_networks(ppo, n_obs, ROBOT.num_joints)
+    params = (running_statistics.init_state(jax.ShapeDtypeStruct((n_obs,), jnp.float32)), nets.policy_network.init(jax.random.PRNGKey(0)), None)
+    write = ppo_policy_writer(cfg, ppo, 2, run / "policies")
+    for iteration in range(5):  # brax calls it before training (0) and after every iteration
+        write(iteration * 4 * 24, None, params)
+    assert sorted(p.name for p in (run / "policies").glob("*.onnx")) == ["it000002.onnx", "it000004.onnx"]
+    policy = OnnxPolicy.load(run / "policies" / "it000002.onnx", ROBOT)
+    assert policy.contract.motion_id == "squat" and policy.contract.action_offset == cfg.task.action_offset
+    assert (run / "policies" / "it000002.train.yaml").is_file()
+
+    assert select_main([str(run), "--every", "2", "--seeds", "1", "--duration", "0.3"]) == 0
+    with open(run / "select" / "checkpoints.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["iteration"]) for r in rows] == [2, 4] and all(int(r["seeds"]) == 1 for r in rows)
+    assert np.isfinite(float(rows[0]["e_track_cm"]))
+    assert json.loads((run / "select" / "best.json").read_text())["iteration"] in (2, 4)
