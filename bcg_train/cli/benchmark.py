@@ -31,6 +31,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -71,9 +73,13 @@ def run_shac(cfg, iterations: int) -> list[dict]:
     return [dict(h, wall_s=h["wall_s"] - compiled_at) for h in history]
 
 
-def ppo_policy_writer(cfg, ppo_cfg, every: int, policies: Path):
+def ppo_policy_writer(cfg, ppo_cfg, every: int, policies: Path, start_iteration: int = 0):
     """brax's ``policy_params_fn`` that writes the policy every ``every`` iterations as
-    ``policies/itNNNNNN.onnx`` with the resolved config beside it (as ``bcg-export`` does)."""
+    ``policies/itNNNNNN.onnx`` with the resolved config beside it (as ``bcg-export`` does), and
+    brax's parameters as ``itNNNNNN.params.pkl`` to resume from (``--resume-ppo``). Iterations
+    count on from ``start_iteration``."""
+    import jax
+
     from bcg_robot.config import load_robot_config
     from bcg_robot.yaml_dataclass import dump_dataclass
     from bcg_train.export.policy import reference_offset_table
@@ -84,31 +90,54 @@ def ppo_policy_writer(cfg, ppo_cfg, every: int, policies: Path):
     steps_per_iteration = ppo_cfg.num_envs * ppo_cfg.rollout_steps
 
     def write(env_steps: int, make_policy, params) -> None:
-        iteration = int(env_steps) // steps_per_iteration
-        if iteration > 0 and iteration % every == 0:
+        iteration = start_iteration + int(env_steps) // steps_per_iteration
+        if iteration > start_iteration and iteration % every == 0:
             path = export_ppo_onnx(policies / f"it{iteration:06d}.onnx", cfg, robot, params, ppo_cfg.action_clip, ref.name, ref.length_s, table)
             dump_dataclass(cfg, path.with_suffix(".train.yaml"))
+            with open(policies / f"it{iteration:06d}.params.pkl", "wb") as f:
+                pickle.dump(jax.device_get(params), f)
 
     return write
 
 
-def run_ppo(cfg, iterations: int, num_envs: int, seed: int, export_every: int | None = None) -> list[dict]:
+def ppo_resume_point(path: Path) -> tuple[int, object]:
+    """(iteration, brax params) of a ``itNNNNNN.params.pkl`` written by :func:`ppo_policy_writer`."""
+    match = re.match(r"^it(\d{6})\.params\.pkl$", path.name)
+    if not path.is_file() or match is None:
+        raise BCGInputError(path, "not a PPO parameter file itNNNNNN.params.pkl written by bcg-benchmark (--resume-ppo)")
+    with open(path, "rb") as f:
+        return int(match.group(1)), pickle.load(f)
+
+
+def run_ppo(cfg, iterations: int, num_envs: int, seed: int, export_every: int | None = None,
+            resume: tuple[int, object] | None = None) -> list[dict]:
     """brax's PPO (see :mod:`bcg_train.learn.ppo_baseline`): one row per rollout of all environments;
-    with ``export_every``, its policy as ONNX every that many iterations (:func:`ppo_policy_writer`)."""
+    with ``export_every``, its policy as ONNX every that many iterations (:func:`ppo_policy_writer`).
+    ``resume``: (iteration, params) to continue from; rows then count env steps from that iteration on."""
     from tqdm import tqdm
 
     from bcg_train.learn.ppo_baseline import PPOConfig, train_ppo
     from bcg_train.learn.train import make_task
 
+    start, params = resume if resume is not None else (0, None)
     ppo_cfg = PPOConfig(num_envs=num_envs, iterations=iterations, actor_hidden=cfg.shac.actor_hidden, critic_hidden=cfg.shac.critic_hidden)
-    writer = ppo_policy_writer(cfg, ppo_cfg, export_every, Path(cfg.run_dir) / "policies") if export_every else None
+    writer = ppo_policy_writer(cfg, ppo_cfg, export_every, Path(cfg.run_dir) / "policies", start) if export_every else None
     with tqdm(total=iterations, desc="ppo (brax)") as bar:
         def progress(row: dict) -> None:
             bar.update(1)
             bar.set_postfix(reward=f"{row['reward']:.3f}", err_cm=f"{100 * row.get('tracking_error_m', float('nan')):.2f}")
 
-        _, _, history = train_ppo(make_task(cfg), ppo_cfg, seed=seed, progress_fn=progress, policy_params_fn=writer)
-    return history
+        _, _, history = train_ppo(make_task(cfg), ppo_cfg, seed=seed + start, progress_fn=progress, policy_params_fn=writer, restore_params=params)
+    offset = start * num_envs * ppo_cfg.rollout_steps
+    return [dict(h, env_steps=h["env_steps"] + offset) for h in history]
+
+
+def merge_history(previous: list[dict], new: list[dict], steps_per_iteration: int, start_iteration: int) -> list[dict]:
+    """The rows of an earlier part up to ``start_iteration``, then the new part's, its wall time
+    counted on from the earlier part's at that iteration."""
+    kept = [h for h in previous if h["env_steps"] <= start_iteration * steps_per_iteration]
+    wall0 = kept[-1]["wall_s"] if kept else 0.0
+    return kept + [dict(h, wall_s=h["wall_s"] + wall0) for h in new]
 
 
 def method_config(base, method: str, run_dir: Path, eval_every: int):
@@ -177,10 +206,15 @@ def main(argv: list[str] | None = None) -> int:
                              "steps before a fall included, so not bcg-eval's root-relative E_track")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--out", type=Path, default=Path("runs/benchmark"))
+    parser.add_argument("--resume-ppo", type=Path, default=None,
+                        help="continue the PPO arm from its policies/itNNNNNN.params.pkl (networks and normalizer; brax starts "
+                             "its optimizer and environments fresh); --iterations more are run")
     parser.add_argument("--report", action="store_true", help="train nothing: write benchmark.json from what --out holds")
     args = parser.parse_args(argv)
     if args.eval_every < 1 or args.eval_max_falls < 0 or args.iterations < 1:
         parser.error("--eval-every and --iterations must be >= 1 and --eval-max-falls >= 0")
+    if args.resume_ppo is not None and args.methods != ["ppo"]:
+        parser.error("--resume-ppo continues the PPO arm alone: give --methods ppo")
     with exit_on_input_error(parser.prog):
         if not args.report:
             base = load_train_config(args.config or TRAIN_CONFIG_DIR / f"{args.task}.yaml", args.preset)
@@ -190,8 +224,12 @@ def main(argv: list[str] | None = None) -> int:
                 if method == "ppo":
                     from bcg_train.learn.ppo_baseline import PPOConfig
 
-                    history = run_ppo(cfg, args.iterations, args.ppo_envs, base.seed, args.eval_every)
                     per_iteration = args.ppo_envs * PPOConfig.rollout_steps
+                    resume = ppo_resume_point(args.resume_ppo) if args.resume_ppo is not None else None
+                    history = run_ppo(cfg, args.iterations, args.ppo_envs, base.seed, args.eval_every, resume)
+                    if resume is not None and (run_dir / "history.json").is_file():
+                        earlier = json.loads((run_dir / "history.json").read_text())["rows"]
+                        history = merge_history(earlier, history, per_iteration, resume[0])
                 else:
                     history = run_shac(cfg, args.iterations)
                     per_iteration = cfg.shac.num_envs * cfg.shac.horizon

@@ -216,8 +216,14 @@ def train_ppo(
     seed: int = 0,
     progress_fn: Callable[[dict[str, float]], None] | None = None,
     policy_params_fn: Callable[[int, Callable, Any], None] | None = None,
+    restore_params: Any | None = None,
 ) -> tuple[Callable, Any, list[dict[str, float]]]:
     """Train with brax's PPO; returns brax's ``make_policy``, its params and one row per iteration.
+
+    ``restore_params`` (brax's ``(normalizer, policy, value)``, as ``policy_params_fn`` gets them)
+    starts from those networks and that normalizer, through brax's own ``restore_params``: the
+    optimizer's moments, the environments and the random stream start fresh, and brax's step
+    counter starts at 0 again.
 
     ``progress_fn`` (if given) gets each history row as it is made (see the module
     docstring for what the rows hold). ``policy_params_fn`` is brax's own callback: it gets
@@ -278,5 +284,6 @@ def train_ppo(
             max_devices_per_host=1,
             progress_fn=on_progress,
             **({"policy_params_fn": policy_params_fn} if policy_params_fn is not None else {}),
+            **({"restore_params": restore_params, "restore_value_fn": True} if restore_params is not None else {}),
         )
     return make_policy, params, history

@@ -104,3 +104,30 @@ def test_ppo_policies_are_written_every_n_iterations_and_judged_by_select_checkp
     assert [int(r["iteration"]) for r in rows] == [2, 4] and all(int(r["seeds"]) == 1 for r in rows)
     assert np.isfinite(float(rows[0]["e_track_cm"]))
     assert json.loads((run / "select" / "best.json").read_text())["iteration"] in (2, 4)
+
+
+def test_ppo_resume_point_reads_what_the_writer_saved_and_history_continues(tmp_path, capsys):
+    import pickle
+
+    from bcg_train.cli.benchmark import merge_history, ppo_resume_point
+
+    params = ({"mean": np.arange(3.0)}, {"w": np.ones(2)}, {"v": np.zeros(1)})
+    path = tmp_path / "it000150.params.pkl"
+    path.write_bytes(pickle.dumps(params))
+    iteration, loaded = ppo_resume_point(path)
+    assert iteration == 150 and np.array_equal(loaded[0]["mean"], params[0]["mean"])
+    earlier = _history(200, 10, 1.0)  # part 1 ran on past its last saved policy
+    later = [{"env_steps": 1500.0 + 10 * (i + 1), "wall_s": float(i), "tracking_error_m": 0.0, "reward": 0.0} for i in range(3)]
+    merged = merge_history(earlier, later, steps_per_iteration=10, start_iteration=150)
+    assert [h["env_steps"] for h in merged[148:]] == [1490.0, 1500.0, 1510.0, 1520.0, 1530.0]
+    assert [h["wall_s"] for h in merged[149:]] == [149.0, 149.0, 150.0, 151.0]
+    for bad, problem in ((tmp_path / "it000150.pkl", "not a PPO parameter file"), (tmp_path / "it000999.params.pkl", "not a PPO parameter file")):
+        (tmp_path / "it000150.pkl").write_bytes(b"x")
+        with pytest.raises(SystemExit) as exc:
+            main(["--methods", "ppo", "--resume-ppo", str(bad), "--out", str(tmp_path / "b")])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert problem in err and bad.name in err and "\n" not in err
+    with pytest.raises(SystemExit) as exc:
+        main(["--resume-ppo", str(path)])  # every method: refused
+    assert exc.value.code == 2

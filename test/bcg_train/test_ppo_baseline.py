@@ -97,3 +97,18 @@ def test_brax_ppo_improves_the_point_mass_reward():
     obs = PointMassTask().observe(PointMassTask().reset(jax.random.PRNGKey(3), 4))
     action, _ = make_policy(params, deterministic=True)(obs, jax.random.PRNGKey(4))
     assert action.shape == (4, 2)
+
+
+def test_restore_params_starts_from_the_given_networks_and_normalizer():
+    cfg = PPOConfig(num_envs=8, rollout_steps=5, iterations=2, actor_hidden=(8,), critic_hidden=(8,))
+    _, trained, _ = train_ppo(PointMassTask(), cfg, seed=0)
+    seen = []
+    train_ppo(PointMassTask(), dataclasses.replace(cfg, iterations=1), seed=1, restore_params=trained,
+              policy_params_fn=lambda step, make_policy, params: seen.append((step, jax.device_get(params))))
+    step, first = seen[0]  # brax's call before its first iteration: the restored parameters
+    assert step == 0
+    for got, want in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(jax.device_get(trained))):
+        np.testing.assert_array_equal(got, want)
+    assert np.abs(np.asarray(first[0].std) - 1.0).max() > 1e-3  # the normalizer's statistics came along (not its init)
+    _, fresh, _ = train_ppo(PointMassTask(), dataclasses.replace(cfg, iterations=0), seed=1)
+    assert not np.array_equal(jax.tree_util.tree_leaves(fresh[1])[0], jax.tree_util.tree_leaves(first[1])[0])
