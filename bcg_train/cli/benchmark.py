@@ -21,7 +21,8 @@ Two thresholds, each reported as the environment steps and wall time to reach it
   swings 1-10 cm between iterations. PPO's value is brax's training episode metric (per-step mean
   over the last 100 finished episodes), so it trails the policy by up to an episode.
 
-Each method's directory ``<out>/<method>/`` holds ``history.json`` (one row per iteration),
+Each method's directory ``<out>/<method>/`` holds ``history.json`` (one row per iteration; a SHAC arm
+may instead be a ``bcg-train --run-dir <out>/<method>`` run, resumable, whose ``metrics.csv`` is read),
 ``summary.json`` (written at the end, which ``bcg-select-checkpoint --watch`` waits for), and
 ``checkpoints/`` (SHAC) or ``policies/itNNNNNN.onnx`` with their ``.train.yaml`` (PPO).
 """
@@ -29,6 +30,7 @@ Each method's directory ``<out>/<method>/`` holds ``history.json`` (one row per 
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import json
 import pickle
@@ -148,6 +150,26 @@ def method_config(base, method: str, run_dir: Path, eval_every: int):
     return dataclasses.replace(base, run_dir=str(run_dir), task=task, checkpoint_every=eval_every)
 
 
+def history_from_metrics_csv(path: Path) -> tuple[list[dict], int]:
+    """A ``bcg-train`` run's ``metrics.csv`` as benchmark rows and its env steps per iteration, so a
+    SHAC arm can be a ``bcg-train`` run resumed over several sessions. ``wall_s`` restarts with each
+    part (its first row includes that part's compile): rows get the training time summed over the
+    parts, each part's first (compiling) iteration left out as in :func:`run_shac`."""
+    with open(path, newline="") as f:
+        raw = [{k: float(v) for k, v in r.items() if v != ""} for r in csv.DictReader(f)]
+    if not raw:
+        raise BCGInputError(path, "no rows")
+    per_iteration = int(round(raw[0]["env_steps"] / raw[0]["iteration"]))
+    rows, done, part_start, previous = [], 0.0, None, None
+    for r in raw:
+        if previous is None or r["wall_s"] < previous["wall_s"] or r["iteration"] != previous["iteration"] + 1:
+            done = rows[-1]["wall_s"] if rows else 0.0  # a new part: its first row is its compile
+            part_start = r["wall_s"]
+        rows.append(dict(r, wall_s=done + r["wall_s"] - part_start))
+        previous = r
+    return rows, per_iteration
+
+
 def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float) -> dict:
     """benchmark.json from each method's history and selection table under ``out``."""
     from bcg_train.cli.select_checkpoint import read_rows
@@ -155,10 +177,13 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
     results = {}
     for method in METHODS:
         run = out / method
-        if not (run / "history.json").is_file():
+        if (run / "history.json").is_file():
+            saved = json.loads((run / "history.json").read_text())
+            history, per_iteration = saved["rows"], saved["steps_per_iteration"]
+        elif (run / "metrics.csv").is_file():  # a bcg-train run (SHAC), possibly resumed
+            history, per_iteration = history_from_metrics_csv(run / "metrics.csv")
+        else:
             continue
-        saved = json.loads((run / "history.json").read_text())
-        history, per_iteration = saved["rows"], saved["steps_per_iteration"]
         steps, wall = steps_to_threshold(history, threshold_cm / 100.0)
         rows = read_rows(run / "select" / "checkpoints.csv")
         results[method] = {

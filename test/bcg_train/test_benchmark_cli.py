@@ -131,3 +131,23 @@ def test_ppo_resume_point_reads_what_the_writer_saved_and_history_continues(tmp_
     with pytest.raises(SystemExit) as exc:
         main(["--resume-ppo", str(path)])  # every method: refused
     assert exc.value.code == 2
+
+
+def test_a_resumed_bcg_train_run_is_read_with_its_training_time_summed_over_parts(tmp_path):
+    from bcg_train.cli.benchmark import history_from_metrics_csv
+
+    run = tmp_path / "shac_bcg"
+    run.mkdir()
+    lines = ["iteration,reward,tracking_error_m,env_steps,wall_s"]
+    # part 1: iterations 1-3, the first compiles (100 s), then 5 s each; part 2 resumes at 4, compiles again
+    for it, wall in ((1, 100.0), (2, 105.0), (3, 110.0), (4, 90.0), (5, 95.0)):
+        lines.append(f"{it},0.5,0.04,{256 * it},{wall}")
+    (run / "metrics.csv").write_text("\n".join(lines) + "\n")
+    rows, per_iteration = history_from_metrics_csv(run / "metrics.csv")
+    assert per_iteration == 256
+    assert [r["wall_s"] for r in rows] == [0.0, 5.0, 10.0, 10.0, 15.0]
+    (run / "select").mkdir()
+    (run / "select" / "checkpoints.csv").write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n5,1,20,1.0,1.0\n")
+    verdict = report(tmp_path, threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
+    assert verdict["methods"]["shac_bcg"]["evaluated_threshold"] == {
+        "iteration": 5, "env_steps": 1280.0, "wall_s": 15.0, "falls": 1, "seeds": 20, "e_track_cm": 1.0}
