@@ -13,7 +13,8 @@ Two thresholds, each reported as the environment steps and wall time to reach it
   randomization, exactly as a shipped policy is judged. The threshold is the first policy
   with at most ``--eval-max-falls`` falls on the selection seeds and E_track at most
   ``--eval-max-etrack`` cm. ``bcg-benchmark --report --out <out>`` reads the selection tables
-  and writes the verdict; the training run alone cannot (the selection runs beside it or after).
+  and writes the verdict (``benchmark.json``, ``benchmark.png``); the training run alone cannot
+  (the selection runs beside it or after).
 * **training** (kept for comparison with earlier runs): the 5-iteration mean of the training's
   ``tracking_error_m`` below ``--threshold`` cm. It is not a learning threshold on a task whose
   actions are relative to the clip (``action_offset: reference``): the first iterations only see
@@ -174,7 +175,7 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
     """benchmark.json from each method's history and selection table under ``out``."""
     from bcg_train.cli.select_checkpoint import read_rows
 
-    results = {}
+    results, plotted = {}, {}
     for method in METHODS:
         run = out / method
         if (run / "history.json").is_file():
@@ -186,6 +187,7 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
             continue
         steps, wall = steps_to_threshold(history, threshold_cm / 100.0)
         rows = read_rows(run / "select" / "checkpoints.csv")
+        plotted[method] = {"judged": rows, "steps_per_iteration": per_iteration, "history": history}
         results[method] = {
             "evaluated_threshold": evaluated_threshold(history, rows, max_falls, max_e_track_cm, per_iteration) if rows else None,
             "policies_judged": len(rows),
@@ -205,6 +207,9 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
     verdict = {"threshold": {"max_falls": max_falls, "max_e_track_cm": max_e_track_cm, "training_threshold_cm": threshold_cm},
                "methods": results, "ratios": ratios}
     (out / "benchmark.json").write_text(json.dumps(verdict, indent=2) + "\n")
+    from bcg_train.learn.curves import plot_benchmark
+
+    plot_benchmark(plotted, out / "benchmark.png", max_falls, max_e_track_cm)
     print(f"evaluated threshold: <= {max_falls} falls and E_track <= {max_e_track_cm:g} cm on the selection seeds")
     print(f"{'method':<11} {'judged':>6} {'first passing it.':>17} {'env steps':>10} {'wall s':>8} {'total steps':>12}")
     for m, r in results.items():

@@ -140,3 +140,41 @@ def plot_run_comparison(runs: dict[str, Path], out_png: Path) -> Path:
     fig.savefig(out_png, dpi=100)
     plt.close(fig)
     return out_png
+
+
+def plot_benchmark(methods: dict[str, dict], out_png: Path, max_falls: int, max_e_track_cm: float) -> Path:
+    """``bcg-benchmark --report``'s figure: the falls and E_track of every judged policy of each method
+    against env steps and against training time, with the threshold drawn. ``methods``: name ->
+    {"judged": selection rows, "steps_per_iteration": int, "history": rows with env_steps, wall_s}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7), sharey="row")
+    for name, m in methods.items():
+        rows = sorted(m["judged"], key=lambda r: int(r["iteration"]))
+        if not rows:
+            continue
+        wall = {int(round(h["env_steps"] / m["steps_per_iteration"])): h["wall_s"] for h in m["history"]}
+        steps = [int(r["iteration"]) * m["steps_per_iteration"] for r in rows]
+        minutes = [wall.get(int(r["iteration"]), float("nan")) / 60 for r in rows]
+        for col, x in enumerate((steps, minutes)):
+            axes[0, col].plot(x, [int(r["falls"]) for r in rows], "o-", label=name)
+            axes[1, col].plot(x, [float(r["e_track_cm"]) for r in rows], "o-", label=name)
+    for col, xlabel in enumerate(("env steps", "training time (min, compiles excluded)")):
+        axes[0, col].axhline(max_falls, color="k", ls="--", lw=0.8)
+        axes[1, col].axhline(max_e_track_cm, color="k", ls="--", lw=0.8)
+        axes[1, col].set(xlabel=xlabel)
+        for row in (0, 1):
+            axes[row, col].set_xscale("log" if col == 0 else "linear")
+            axes[row, col].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            axes[row, col].grid(alpha=0.3)
+    axes[0, 0].set(ylabel="falls on the selection seeds", title="judged policies (dashed: threshold)")
+    axes[1, 0].set(ylabel="E_track (cm)")
+    axes[0, 0].legend()
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=100)
+    plt.close(fig)
+    return out_png

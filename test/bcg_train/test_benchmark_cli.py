@@ -60,6 +60,7 @@ def test_report_gives_ratios_and_a_lower_bound_for_a_method_that_never_passes(tm
     assert verdict["ratios"]["ppo_to_shac_bcg_env_steps_at_least"] == pytest.approx(300 * 1536 / (200 * 256))
     assert json.loads((tmp_path / "benchmark.json").read_text())["ratios"] == verdict["ratios"]
     assert "not reached" in capsys.readouterr().out
+    assert (tmp_path / "benchmark.png").stat().st_size > 10_000
 
 
 def test_report_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
