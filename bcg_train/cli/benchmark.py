@@ -37,6 +37,7 @@ import json
 import pickle
 import re
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -68,10 +69,10 @@ def evaluated_threshold(history: list[dict], rows: list[dict], max_falls: int, m
     return None
 
 
-def run_shac(cfg, iterations: int) -> list[dict]:
+def run_shac(cfg, iterations: int, max_train_s: float | None = None) -> list[dict]:
     from bcg_train.learn.train import train
 
-    _, _, history = train(cfg, iterations=iterations, progress=True)
+    _, _, history = train(cfg, iterations=iterations, progress=True, max_train_s=max_train_s)
     compiled_at = history[0]["wall_s"]  # the first iteration includes the compile, as for PPO
     return [dict(h, wall_s=h["wall_s"] - compiled_at) for h in history]
 
@@ -112,11 +113,19 @@ def ppo_resume_point(path: Path) -> tuple[int, object]:
         return int(match.group(1)), pickle.load(f)
 
 
+class _TimeUp(Exception):
+    """Raised from brax's progress callback to end a PPO part at ``max_train_s``."""
+
+
 def run_ppo(cfg, iterations: int, num_envs: int, seed: int, export_every: int | None = None,
-            resume: tuple[int, object] | None = None) -> list[dict]:
+            resume: tuple[int, object] | None = None, max_train_s: float | None = None,
+            on_rows: Callable[[list[dict]], None] | None = None, task=None) -> list[dict]:
     """brax's PPO (see :mod:`bcg_train.learn.ppo_baseline`): one row per rollout of all environments;
     with ``export_every``, its policy as ONNX every that many iterations (:func:`ppo_policy_writer`).
-    ``resume``: (iteration, params) to continue from; rows then count env steps from that iteration on."""
+    ``resume``: (iteration, params) to continue from; rows then count env steps from that iteration on.
+    ``max_train_s`` ends the run after the iteration that ends that many seconds after the first
+    (compiling) one; ``on_rows`` gets the rows so far after every iteration (to save them).
+    ``task``: default ``cfg``'s (:func:`bcg_train.learn.train.make_task`)."""
     from tqdm import tqdm
 
     from bcg_train.learn.ppo_baseline import PPOConfig, train_ppo
@@ -125,14 +134,23 @@ def run_ppo(cfg, iterations: int, num_envs: int, seed: int, export_every: int | 
     start, params = resume if resume is not None else (0, None)
     ppo_cfg = PPOConfig(num_envs=num_envs, iterations=iterations, actor_hidden=cfg.shac.actor_hidden, critic_hidden=cfg.shac.critic_hidden)
     writer = ppo_policy_writer(cfg, ppo_cfg, export_every, Path(cfg.run_dir) / "policies", start) if export_every else None
+    offset = start * num_envs * ppo_cfg.rollout_steps
+    rows: list[dict] = []
     with tqdm(total=iterations, desc="ppo (brax)") as bar:
         def progress(row: dict) -> None:
+            rows.append(dict(row, env_steps=row["env_steps"] + offset))
             bar.update(1)
             bar.set_postfix(reward=f"{row['reward']:.3f}", err_cm=f"{100 * row.get('tracking_error_m', float('nan')):.2f}")
+            if on_rows is not None:
+                on_rows(rows)
+            if max_train_s is not None and row["wall_s"] >= max_train_s:
+                raise _TimeUp
 
-        _, _, history = train_ppo(make_task(cfg), ppo_cfg, seed=seed + start, progress_fn=progress, policy_params_fn=writer, restore_params=params)
-    offset = start * num_envs * ppo_cfg.rollout_steps
-    return [dict(h, env_steps=h["env_steps"] + offset) for h in history]
+        try:
+            train_ppo(task if task is not None else make_task(cfg), ppo_cfg, seed=seed + start, progress_fn=progress, policy_params_fn=writer, restore_params=params)
+        except _TimeUp:
+            bar.write(f"ppo: stopped after {len(rows)} iterations at {rows[-1]['wall_s']:.0f} s of training (--max-train-s)")
+    return rows
 
 
 def merge_history(previous: list[dict], new: list[dict], steps_per_iteration: int, start_iteration: int) -> list[dict]:
@@ -236,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
                              "steps before a fall included, so not bcg-eval's root-relative E_track")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--out", type=Path, default=Path("runs/benchmark"))
+    parser.add_argument("--max-train-s", type=float, default=None,
+                        help="end each method after the iteration that ends this long after its first (compiling) one")
     parser.add_argument("--resume-ppo", type=Path, default=None,
                         help="continue the PPO arm from its policies/itNNNNNN.params.pkl (networks and normalizer; brax starts "
                              "its optimizer and environments fresh); --iterations more are run")
@@ -243,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.eval_every < 1 or args.eval_max_falls < 0 or args.iterations < 1:
         parser.error("--eval-every and --iterations must be >= 1 and --eval-max-falls >= 0")
+    if args.max_train_s is not None and not args.max_train_s > 0:
+        parser.error("--max-train-s must be > 0")
     if args.resume_ppo is not None and args.methods != ["ppo"]:
         parser.error("--resume-ppo continues the PPO arm alone: give --methods ppo")
     with exit_on_input_error(parser.prog):
@@ -256,12 +278,20 @@ def main(argv: list[str] | None = None) -> int:
 
                     per_iteration = args.ppo_envs * PPOConfig.rollout_steps
                     resume = ppo_resume_point(args.resume_ppo) if args.resume_ppo is not None else None
-                    history = run_ppo(cfg, args.iterations, args.ppo_envs, base.seed, args.eval_every, resume)
+                    earlier = []
                     if resume is not None and (run_dir / "history.json").is_file():
                         earlier = json.loads((run_dir / "history.json").read_text())["rows"]
-                        history = merge_history(earlier, history, per_iteration, resume[0])
+
+                    def merged(rows: list[dict]) -> list[dict]:
+                        return merge_history(earlier, rows, per_iteration, resume[0]) if resume is not None else rows
+
+                    def save(rows: list[dict]) -> None:  # after every iteration: a part cut short keeps its rows
+                        run_dir.mkdir(parents=True, exist_ok=True)
+                        (run_dir / "history.json").write_text(json.dumps({"steps_per_iteration": per_iteration, "rows": merged(rows)}) + "\n")
+
+                    history = merged(run_ppo(cfg, args.iterations, args.ppo_envs, base.seed, args.eval_every, resume, args.max_train_s, save))
                 else:
-                    history = run_shac(cfg, args.iterations)
+                    history = run_shac(cfg, args.iterations, args.max_train_s)
                     per_iteration = cfg.shac.num_envs * cfg.shac.horizon
                 run_dir.mkdir(parents=True, exist_ok=True)
                 (run_dir / "history.json").write_text(json.dumps({"steps_per_iteration": per_iteration, "rows": history}) + "\n")

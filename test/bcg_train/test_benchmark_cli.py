@@ -2,6 +2,7 @@
 like SHAC's checkpoints, and the report turns the selection tables into env steps, wall time and ratios."""
 
 import csv
+import dataclasses
 import json
 
 import jax
@@ -152,3 +153,18 @@ def test_a_resumed_bcg_train_run_is_read_with_its_training_time_summed_over_part
     verdict = report(tmp_path, threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
     assert verdict["methods"]["shac_bcg"]["evaluated_threshold"] == {
         "iteration": 5, "env_steps": 1280.0, "wall_s": 15.0, "falls": 1, "seeds": 20, "e_track_cm": 1.0}
+
+
+def test_a_ppo_part_stops_at_its_time_limit_and_hands_over_its_rows_as_it_goes(tmp_path):
+    from bcg_train.cli.benchmark import run_ppo
+    from bcg_train.tasks.point_mass import PointMassTask
+
+    base = load_train_config(TRAIN_CONFIG_DIR / "squat.yaml", "cpu-small")
+    cfg = method_config(base, "ppo", tmp_path / "ppo", 10)
+    cfg = dataclasses.replace(cfg, shac=dataclasses.replace(cfg.shac, actor_hidden=(8,), critic_hidden=(8,)))
+    saved = []
+    rows = run_ppo(cfg, iterations=50, num_envs=8, seed=0, resume=(7, None), max_train_s=1e-9,
+                   on_rows=lambda r: saved.append(len(r)), task=PointMassTask())
+    # the first row is the compiling iteration (0 s by definition); the second ends past the limit
+    assert len(rows) == 2 and saved == [1, 2]
+    assert [r["env_steps"] for r in rows] == [8 * 24 * 8.0, 8 * 24 * 9.0]  # counted on from iteration 7
