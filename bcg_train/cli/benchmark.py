@@ -290,14 +290,12 @@ def main(argv: list[str] | None = None) -> int:
                         (run_dir / "history.json").write_text(json.dumps({"steps_per_iteration": per_iteration, "rows": merged(rows)}) + "\n")
 
                     history = merged(run_ppo(cfg, args.iterations, args.ppo_envs, base.seed, args.eval_every, resume, args.max_train_s, save))
-                else:
-                    history = run_shac(cfg, args.iterations, args.max_train_s)
-                    per_iteration = cfg.shac.num_envs * cfg.shac.horizon
-                run_dir.mkdir(parents=True, exist_ok=True)
-                (run_dir / "history.json").write_text(json.dumps({"steps_per_iteration": per_iteration, "rows": history}) + "\n")
-                if method == "ppo":  # SHAC's train() writes its own
                     (run_dir / "summary.json").write_text(json.dumps({"method": method, "iterations": len(history),
                                                                       "env_steps": history[-1]["env_steps"], "wall_s": history[-1]["wall_s"]}, indent=2) + "\n")
+                else:  # SHAC's train() writes its own summary.json
+                    history = run_shac(cfg, args.iterations, args.max_train_s)
+                    run_dir.mkdir(parents=True, exist_ok=True)
+                    (run_dir / "history.json").write_text(json.dumps({"steps_per_iteration": cfg.shac.num_envs * cfg.shac.horizon, "rows": history}) + "\n")
         elif not args.out.is_dir():
             raise BCGInputError(args.out, "no benchmark directory (--report)")
         report(args.out, args.threshold, args.eval_max_falls, args.eval_max_etrack)

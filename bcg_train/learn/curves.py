@@ -173,7 +173,8 @@ def plot_benchmark(methods: dict[str, dict], out_png: Path, max_falls: int, max_
             axes[row, col].grid(alpha=0.3)
     axes[0, 0].set(ylabel="falls on the selection seeds", title="judged policies (dashed: threshold)")
     axes[1, 0].set(ylabel="E_track (cm)")
-    axes[0, 0].legend()
+    if axes[0, 0].lines:  # nothing judged yet: no legend
+        axes[0, 0].legend()
     fig.tight_layout()
     fig.savefig(out_png, dpi=100)
     plt.close(fig)
