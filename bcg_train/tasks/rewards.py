@@ -8,6 +8,8 @@ Tracking terms are ``weight * exp(-error / sigma)`` with
 ``root_orient``  squared rotation angle between root and reference orientation (rad^2)
 ``root_vel``     squared linear (world) plus angular (root frame) velocity error
 ``key_body``     mean squared key-body position error (m^2)
+``root_height``  squared root-height error alone (m^2; off by default: a jump's flight is a few
+                 centimetres of height that ``root_pos`` weighs like any horizontal drift)
 
 and penalties are ``weight * error`` with ``action_rate`` the sum of squared action
 changes and ``alive`` a constant 1 (positive weight: a bonus per step alive). Every
@@ -62,6 +64,7 @@ def tracking_errors(robot: TrackedState, ref: TrackedState, xp: Any = np) -> dic
         "root_orient": rotation_angle_sq(robot.root_quat, ref.root_quat, xp),
         "root_vel": sq(robot.root_lin_vel, ref.root_lin_vel) + sq(robot.root_ang_vel, ref.root_ang_vel),
         "key_body": xp.mean(sq(robot.key_body_pos, ref.key_body_pos), axis=-1),
+        "root_height": (robot.root_pos[..., 2] - ref.root_pos[..., 2]) ** 2,
     }
 
 

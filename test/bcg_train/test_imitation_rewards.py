@@ -68,6 +68,17 @@ def test_each_term_reacts_to_its_own_error_only():
     assert tracking_errors(cases["root_orient"], ref)["root_orient"] == pytest.approx(0.2**2, rel=0.01)
 
 
+def test_root_height_term_sees_the_height_only_and_is_off_by_default():
+    cfg = RewardConfig(root_height=RewardTerm(0.2, 0.05**2))
+    ref = _state()
+    drifted = _state(root_pos=np.array([0.3, -0.2, 0.78]))
+    low = _state(root_pos=np.array([0.0, 0.0, 0.73]))  # 5 cm short of the apex: one sigma
+    assert reward_terms(cfg, drifted, ref, np.zeros(N), np.zeros(N))["root_height"] == pytest.approx(0.2)
+    assert reward_terms(cfg, low, ref, np.zeros(N), np.zeros(N))["root_height"] == pytest.approx(0.2 * np.exp(-1.0))
+    default = reward_terms(RewardConfig(), low, ref, np.zeros(N), np.zeros(N))
+    assert default["root_height"] == 0.0 and default["root_pos"] < RewardConfig().root_pos.weight
+
+
 def test_action_rate_penalty_and_weights_scale_from_config():
     cfg = RewardConfig(action_rate=RewardTerm(-0.5), alive=RewardTerm(2.0), joint_pos=RewardTerm(3.0, 0.5))
     ref = _state()
