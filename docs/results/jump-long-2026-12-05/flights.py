@@ -1,5 +1,7 @@
 """The selection table with each checkpoint's longest flight (mean over seeds 0-19), and a plot of
-falls and flight against iteration: `python docs/results/jump-long-2026-12-05/flights.py runs/jump-long`."""
+falls and flight against iteration: `python docs/results/jump-long-2026-12-05/flights.py runs/jump-long [out_dir]`.
+A run resumed in a fresh checkout has only its own part's evaluations: the rows already in
+`out_dir/flights.csv` (default: this folder) are kept, those of the same iteration replaced."""
 import csv
 import json
 import sys
@@ -10,12 +12,19 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-run, here = Path(sys.argv[1]), Path(__file__).parent
+run = Path(sys.argv[1])
+here = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).parent
+known = {}
+if (here / "flights.csv").is_file():
+    with open(here / "flights.csv") as f:
+        known = {int(r["iteration"]): {k: (int(v) if k in ("iteration", "falls", "seeds") else float(v)) for k, v in r.items()}
+                 for r in csv.DictReader(f)}
 rows = []
 for summary in sorted((run / "select").glob("it*_seeds0-19/summary.json")):
     s = json.loads(summary.read_text())
     rows.append({"iteration": int(summary.parent.name[2:8]), "falls": s["falls"], "seeds": s["seeds"],
                  "e_track_cm": round(s["tracking_error_cm_mean"], 3), "longest_flight_s_mean": round(s["longest_flight_s_mean"], 4)})
+rows = sorted({**known, **{r["iteration"]: r for r in rows}}.values(), key=lambda r: r["iteration"])
 with open(here / "flights.csv", "w", newline="") as f:
     writer = csv.DictWriter(f, fieldnames=list(rows[0]))
     writer.writeheader()
