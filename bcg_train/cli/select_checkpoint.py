@@ -5,7 +5,8 @@ each checkpoint whose iteration is a multiple of ``--every`` is exported (bcg-ex
 rolled in the bridge model under domain randomization (bcg-eval) on the selection seeds
 (default 0-19, never the seeds a policy is reported on); one row per checkpoint goes to
 ``<run>/select/checkpoints.csv``. The best is the one with the fewest falls, then the
-lowest E_track, then the earliest; it is written to ``<run>/select/best.json``.
+lowest E_track, then the earliest; it is written to ``<run>/select/best.json``. The table also
+holds each checkpoint's mean longest flight (``flight_s``), which the choice does not use.
 
 A run that writes ONNX policies instead of checkpoints (the PPO arm of ``bcg-benchmark``:
 ``<run>/policies/itNNNNNN.onnx`` with its ``.train.yaml``) is judged the same way, without
@@ -32,7 +33,10 @@ from pathlib import Path
 
 from bcg_robot.errors import ContractError, exit_on_input_error
 
-CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm")
+# flight_s: the mean over seeds of the longest time with both feet off the floor (s; bcg-eval's
+# longest_flight_s_mean), so a jump's hop and flight show in the table; blank in tables written before it
+CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm", "flight_s")
+_INT_FIELDS = ("iteration", "falls", "seeds")
 # with --watch, how long to wait for bcg-train (started at the same time) to create the run directory
 WATCH_START_TIMEOUT_S = 600.0
 _CHECKPOINT = re.compile(r"^(\d{6})\.pkl$")
@@ -58,10 +62,25 @@ def best_row(rows: list[dict]) -> dict:
 
 
 def read_rows(path: Path) -> list[dict]:
+    """The table's rows, typed; a column the table lacks (written before it existed) or a blank
+    cell reads as None."""
     if not path.is_file():
         return []
     with open(path, newline="") as f:
-        return [{k: (int(v) if k in ("iteration", "falls", "seeds") else float(v)) for k, v in row.items()} for row in csv.DictReader(f)]
+        rows = list(csv.DictReader(f))
+    return [{k: None if row.get(k) in (None, "") else (int(row[k]) if k in _INT_FIELDS else float(row[k])) for k in CSV_FIELDS}
+            for row in rows]
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    """The whole table with the current header (an older table gains the new columns, blank),
+    replaced in one rename so a reader never sees half of it."""
+    partial = path.with_suffix(".csv.tmp")
+    with open(partial, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        writer.writerows({k: "" if row.get(k) is None else row[k] for k in CSV_FIELDS} for row in rows)
+    partial.replace(path)
 
 
 def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
@@ -81,7 +100,8 @@ def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
         raise ContractError(policy, "bcg-eval failed")
     summary = json.loads((eval_dir / "summary.json").read_text())
     return {"iteration": iteration, "falls": summary["falls"], "seeds": summary["seeds"],
-            "e_track_cm": round(summary["tracking_error_cm_mean"], 3), "root_z_cm": round(summary["root_height_error_cm"]["mean"], 3)}
+            "e_track_cm": round(summary["tracking_error_cm_mean"], 3), "root_z_cm": round(summary["root_height_error_cm"]["mean"], 3),
+            "flight_s": summary.get("longest_flight_s_mean")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,13 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             for iteration, checkpoint in due:
                 row = _evaluate(iteration, checkpoint, out, args)
                 rows.append(row)
-                new = not table.is_file()
-                with open(table, "a", newline="") as f:
-                    writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
-                    if new:
-                        writer.writeheader()
-                    writer.writerow(row)
-                print(f"bcg-select-checkpoint: iteration {iteration}: {row['falls']}/{row['seeds']} falls, E_track {row['e_track_cm']:.2f} cm", flush=True)
+                write_rows(table, rows)
+                flight = f", longest flight {row['flight_s']:.3f} s" if row["flight_s"] is not None else ""
+                print(f"bcg-select-checkpoint: iteration {iteration}: {row['falls']}/{row['seeds']} falls, "
+                      f"E_track {row['e_track_cm']:.2f} cm{flight}", flush=True)
             if not args.watch or (finished and not due):
                 break
             if not due:

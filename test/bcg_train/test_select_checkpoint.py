@@ -34,11 +34,44 @@ def test_best_is_fewest_falls_then_lowest_error_then_earliest():
         best_row([])
 
 
-def test_read_rows_types(tmp_path):
+def test_read_rows_types_and_a_table_from_before_the_flight_column(tmp_path):
     table = tmp_path / "checkpoints.csv"
-    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,4,20,1.25,0.5\n")
-    assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5}]
+    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm,flight_s\n50,4,20,1.25,0.5,0.125\n100,2,20,1.0,0.4,\n")
+    assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5, "flight_s": 0.125},
+                                {"iteration": 100, "falls": 2, "seeds": 20, "e_track_cm": 1.0, "root_z_cm": 0.4, "flight_s": None}]
+    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,4,20,1.25,0.5\n")  # written before flight_s
+    assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5, "flight_s": None}]
     assert read_rows(tmp_path / "missing.csv") == []
+
+
+def test_an_older_table_gains_the_flight_column_and_keeps_its_rows(tmp_path, monkeypatch):
+    """A run resumed under a table written before ``flight_s``: the table is rewritten with the new
+    header, the old rows blank in it, the new row with the flight bcg-eval measured."""
+    import bcg_train.cli.evaluate as evaluate_cli
+    import bcg_train.cli.export as export_cli
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "select").mkdir()
+    for it in (50, 100):
+        (run / "checkpoints" / f"{it:06d}.pkl").write_bytes(b"")
+    table = run / "select" / "checkpoints.csv"
+    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,4,20,1.25,0.5\n")
+
+    def fake_eval(argv):
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "summary.json").write_text(json.dumps({"falls": 1, "seeds": 20, "tracking_error_cm_mean": 2.0,
+                                                      "root_height_error_cm": {"mean": 1.0}, "longest_flight_s_mean": 0.097}))
+        return 0
+
+    monkeypatch.setattr(export_cli, "main", lambda argv: 0)
+    monkeypatch.setattr(evaluate_cli, "main", fake_eval)
+    assert main([str(run)]) == 0
+    lines = table.read_text().splitlines()
+    assert lines == ["iteration,falls,seeds,e_track_cm,root_z_cm,flight_s", "50,4,20,1.25,0.5,", "100,1,20,2.0,1.0,0.097"]
+    assert not list((run / "select").glob("*.tmp"))
+    assert json.loads((run / "select" / "best.json").read_text())["flight_s"] == 0.097
 
 
 def test_bad_run_directory_is_one_line_and_exit_2(tmp_path, capsys):
