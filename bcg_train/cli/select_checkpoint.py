@@ -101,7 +101,7 @@ def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
     summary = json.loads((eval_dir / "summary.json").read_text())
     return {"iteration": iteration, "falls": summary["falls"], "seeds": summary["seeds"],
             "e_track_cm": round(summary["tracking_error_cm_mean"], 3), "root_z_cm": round(summary["root_height_error_cm"]["mean"], 3),
-            "flight_s": summary.get("longest_flight_s_mean")}
+            "flight_s": None if summary.get("longest_flight_s_mean") is None else round(summary["longest_flight_s_mean"], 4)}
 
 
 def main(argv: list[str] | None = None) -> int:
