@@ -43,6 +43,7 @@ class RewardConfig:
     root_vel: RewardTerm = RewardTerm(0.1, 1.0)
     key_body: RewardTerm = RewardTerm(0.2, 0.01)
     root_height: RewardTerm = RewardTerm(0.0, 0.0025)  # off unless a config weighs it (the jump's flight)
+    root_vel_z: RewardTerm = RewardTerm(0.0, 0.04)  # off unless a config weighs it (the jump's push-off)
     action_rate: RewardTerm = RewardTerm(-0.005)
     alive: RewardTerm = RewardTerm(0.0)
 

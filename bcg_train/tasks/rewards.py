@@ -10,6 +10,9 @@ Tracking terms are ``weight * exp(-error / sigma)`` with
 ``key_body``     mean squared key-body position error (m^2)
 ``root_height``  squared root-height error alone (m^2; off by default: a jump's flight is a few
                  centimetres of height that ``root_pos`` weighs like any horizontal drift)
+``root_vel_z``   squared vertical root-velocity error alone ((m/s)^2; off by default: it differs
+                 from the reference's only where the reference moves up or down, so it pays for
+                 a jump's push-off speed where ``root_height`` pays over the whole clip)
 
 and penalties are ``weight * error`` with ``action_rate`` the sum of squared action
 changes and ``alive`` a constant 1 (positive weight: a bonus per step alive). Every
@@ -65,6 +68,7 @@ def tracking_errors(robot: TrackedState, ref: TrackedState, xp: Any = np) -> dic
         "root_vel": sq(robot.root_lin_vel, ref.root_lin_vel) + sq(robot.root_ang_vel, ref.root_ang_vel),
         "key_body": xp.mean(sq(robot.key_body_pos, ref.key_body_pos), axis=-1),
         "root_height": (robot.root_pos[..., 2] - ref.root_pos[..., 2]) ** 2,
+        "root_vel_z": (robot.root_lin_vel[..., 2] - ref.root_lin_vel[..., 2]) ** 2,
     }
 
 

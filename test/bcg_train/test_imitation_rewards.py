@@ -79,6 +79,17 @@ def test_root_height_term_sees_the_height_only_and_is_off_by_default():
     assert default["root_height"] == 0.0 and default["root_pos"] < RewardConfig().root_pos.weight
 
 
+def test_vertical_velocity_term_sees_the_vertical_root_velocity_only_and_is_off_by_default():
+    cfg = RewardConfig(root_vel_z=RewardTerm(0.3, 0.2**2))
+    ref = _state(root_lin_vel=np.array([0.0, 0.0, 1.2]))  # pushing off
+    sideways = _state(root_lin_vel=np.array([0.5, -0.4, 1.2]), root_ang_vel=np.array([0.0, 2.0, 0.0]))
+    slow = _state(root_lin_vel=np.array([0.0, 0.0, 1.0]))  # 0.2 m/s short: one sigma
+    assert reward_terms(cfg, sideways, ref, np.zeros(N), np.zeros(N))["root_vel_z"] == pytest.approx(0.3)
+    assert reward_terms(cfg, slow, ref, np.zeros(N), np.zeros(N))["root_vel_z"] == pytest.approx(0.3 * np.exp(-1.0))
+    default = reward_terms(RewardConfig(), slow, ref, np.zeros(N), np.zeros(N))
+    assert default["root_vel_z"] == 0.0 and default["root_vel"] < RewardConfig().root_vel.weight
+
+
 def test_action_rate_penalty_and_weights_scale_from_config():
     cfg = RewardConfig(action_rate=RewardTerm(-0.5), alive=RewardTerm(2.0), joint_pos=RewardTerm(3.0, 0.5))
     ref = _state()
