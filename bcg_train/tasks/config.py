@@ -44,6 +44,7 @@ class RewardConfig:
     key_body: RewardTerm = RewardTerm(0.2, 0.01)
     root_height: RewardTerm = RewardTerm(0.0, 0.0025)  # off unless a config weighs it (the jump's flight)
     root_vel_z: RewardTerm = RewardTerm(0.0, 0.04)  # off unless a config weighs it (the jump's push-off)
+    feet_height: RewardTerm = RewardTerm(0.0, 0.0032)  # off unless a config weighs it (the jump's feet in flight)
     action_rate: RewardTerm = RewardTerm(-0.005)
     alive: RewardTerm = RewardTerm(0.0)
 

@@ -52,7 +52,7 @@ from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
 from bcg_train.tasks import mirror
 from bcg_train.tasks.config import ImitationConfig
 from bcg_train.tasks.privileged import privileged_features, privileged_size
-from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, any_reason, key_body_error, reference_in_frame,
+from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, any_reason, feet_key_index, key_body_error, reference_in_frame,
                                      relax_after_push, reward_terms, termination_reasons)
 
 
@@ -134,6 +134,7 @@ class ImitationTask:
         self.di = jnp.asarray(joint_dof_indices(self.mj_model, robot))
         self.key_ids = jnp.asarray([self.mj_model.body(b).id for b in self.reference.key_body_names])
         self.pelvis_id = self.mj_model.body(robot.root_body).id
+        self.feet_key_index = feet_key_index(self.reference.key_body_names, robot)
         ref = self.reference
         self.num_frames = ref.num_frames
         self.ref_qpos = jnp.asarray(np.stack([ref.qpos(i, self.mj_model, robot) for i in range(ref.num_frames)]), jnp.float32)
@@ -322,7 +323,7 @@ class ImitationTask:
         )
         robot = self.tracked(stepped)
         target = reference_in_frame(self.cfg.reference_frame, ref, robot, xp=jnp)
-        terms = reward_terms(self.cfg.rewards, robot, target, action, state.last_action, xp=jnp)
+        terms = reward_terms(self.cfg.rewards, robot, target, action, state.last_action, self.feet_key_index, xp=jnp)
         recovering = recovery_left > 0
         terms = relax_after_push(self.cfg.push_recovery, terms, recovering, xp=jnp)
         terms = {name: jnp.where(failed, 0.0, value) for name, value in terms.items()}

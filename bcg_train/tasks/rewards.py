@@ -13,6 +13,9 @@ Tracking terms are ``weight * exp(-error / sigma)`` with
 ``root_vel_z``   squared vertical root-velocity error alone ((m/s)^2; off by default: it differs
                  from the reference's only where the reference moves up or down, so it pays for
                  a jump's push-off speed where ``root_height`` pays over the whole clip)
+``feet_height``  sum over the feet of the squared world-height error (m^2; off by default: zero
+                 wherever the robot's and the reference's feet are both on the floor, so it pays
+                 for the feet leaving it where the reference's do: a jump's flight)
 
 and penalties are ``weight * error`` with ``action_rate`` the sum of squared action
 changes and ``alive`` a constant 1 (positive weight: a bonus per step alive). Every
@@ -58,8 +61,18 @@ def rotation_angle_sq(q: Any, q_ref: Any, xp: Any = np) -> Any:
     return 4.0 * (1.0 - dot * dot)
 
 
-def tracking_errors(robot: TrackedState, ref: TrackedState, xp: Any = np) -> dict[str, Any]:
+def feet_key_index(key_body_names: tuple[str, ...], robot: Any) -> tuple[int, ...]:
+    """Where the robot config's feet (``RobotConfig.feet``) sit among the key bodies."""
+    missing = [f for f in robot.feet if f not in key_body_names]
+    if missing:
+        raise ValueError(f"feet {missing} are not key bodies ({', '.join(key_body_names)})")
+    return tuple(key_body_names.index(f) for f in robot.feet)
+
+
+def tracking_errors(robot: TrackedState, ref: TrackedState, feet: tuple[int, ...] = (), xp: Any = np) -> dict[str, Any]:
+    """Each tracking term's error; ``feet`` indexes the feet among the key bodies."""
     sq = lambda a, b: xp.sum((a - b) ** 2, axis=-1)
+    feet_z = lambda s: s.key_body_pos[..., list(feet), 2]
     return {
         "joint_pos": sq(robot.joint_pos, ref.joint_pos),
         "joint_vel": sq(robot.joint_vel, ref.joint_vel),
@@ -69,6 +82,7 @@ def tracking_errors(robot: TrackedState, ref: TrackedState, xp: Any = np) -> dic
         "key_body": xp.mean(sq(robot.key_body_pos, ref.key_body_pos), axis=-1),
         "root_height": (robot.root_pos[..., 2] - ref.root_pos[..., 2]) ** 2,
         "root_vel_z": (robot.root_lin_vel[..., 2] - ref.root_lin_vel[..., 2]) ** 2,
+        "feet_height": sq(feet_z(robot), feet_z(ref)),
     }
 
 
@@ -110,10 +124,12 @@ PENALTY_TERMS = ("action_rate", "alive")
 
 
 def reward_terms(
-    cfg: RewardConfig, robot: TrackedState, ref: TrackedState, action: Any, last_action: Any, xp: Any = np
+    cfg: RewardConfig, robot: TrackedState, ref: TrackedState, action: Any, last_action: Any, feet: tuple[int, ...] = (),
+    xp: Any = np,
 ) -> dict[str, Any]:
-    """Weighted value of every named term (sum them for the reward)."""
-    errors = tracking_errors(robot, ref, xp)
+    """Weighted value of every named term (sum them for the reward); ``feet`` indexes the feet
+    among the key bodies (``feet_height``)."""
+    errors = tracking_errors(robot, ref, feet, xp)
     terms = {name: getattr(cfg, name).weight * xp.exp(-err / getattr(cfg, name).sigma) for name, err in errors.items()}
     terms["action_rate"] = cfg.action_rate.weight * xp.sum((action - last_action) ** 2, axis=-1)
     terms["alive"] = cfg.alive.weight * xp.ones_like(terms["joint_pos"])

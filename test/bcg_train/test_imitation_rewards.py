@@ -11,8 +11,8 @@ from bcg_robot.errors import ConfigError
 from bcg_robot.paths import share_file
 from bcg_train.learn.config import load_train_config
 from bcg_train.tasks.config import PushRecoveryConfig, RewardConfig, RewardTerm, TerminationConfig
-from bcg_train.tasks.rewards import (TERMINATION_REASONS, TrackedState, anchor_to_heading, key_body_error, reference_in_frame, relax_after_push,
-                                     reward_terms, terminated, termination_reasons, tracking_errors, yaw)
+from bcg_train.tasks.rewards import (TERMINATION_REASONS, TrackedState, anchor_to_heading, feet_key_index, key_body_error, reference_in_frame,
+                                     relax_after_push, reward_terms, terminated, termination_reasons, tracking_errors, yaw)
 
 N, K = 29, 10
 
@@ -88,6 +88,37 @@ def test_vertical_velocity_term_sees_the_vertical_root_velocity_only_and_is_off_
     assert reward_terms(cfg, slow, ref, np.zeros(N), np.zeros(N))["root_vel_z"] == pytest.approx(0.3 * np.exp(-1.0))
     default = reward_terms(RewardConfig(), slow, ref, np.zeros(N), np.zeros(N))
     assert default["root_vel_z"] == 0.0 and default["root_vel"] < RewardConfig().root_vel.weight
+
+
+def test_feet_height_term_sees_the_feet_heights_only_and_is_off_by_default():
+    cfg = RewardConfig(feet_height=RewardTerm(0.6, 0.0032))
+    feet = (3, 7)
+    flying = np.tile([0.0, 0.0, 0.5], (K, 1))
+    flying[list(feet), 2] += 0.07  # the reference's feet 7 cm up in flight
+    ref = _state(key_body_pos=flying)
+    sideways = flying.copy()
+    sideways[list(feet), :2] += [0.1, -0.2]  # feet at the right height, moved horizontally
+    sideways[[0, 5], 2] -= 0.3  # other key bodies lower: not the feet
+    short = flying.copy()
+    short[list(feet), 2] -= 0.04  # each foot 4 cm short: 2 * 0.04^2 = one sigma
+    assert reward_terms(cfg, _state(key_body_pos=sideways), ref, np.zeros(N), np.zeros(N), feet)["feet_height"] == pytest.approx(0.6)
+    assert reward_terms(cfg, _state(key_body_pos=short), ref, np.zeros(N), np.zeros(N), feet)["feet_height"] == pytest.approx(0.6 * np.exp(-1.0))
+    jax_terms = reward_terms(cfg, _state(key_body_pos=jnp.asarray(short)), _state(key_body_pos=jnp.asarray(flying)), jnp.zeros(N), jnp.zeros(N),
+                             feet, xp=jnp)
+    assert float(jax_terms["feet_height"]) == pytest.approx(0.6 * np.exp(-1.0), rel=1e-5)
+    default = reward_terms(RewardConfig(), _state(key_body_pos=short), ref, np.zeros(N), np.zeros(N), feet)
+    assert default["feet_height"] == 0.0 and default["key_body"] < RewardConfig().key_body.weight
+
+
+def test_feet_are_found_among_the_key_bodies_by_name():
+    from bcg_robot.config import load_robot_config
+    from bcg_train.motion.reference import KEY_BODIES
+
+    robot = load_robot_config()
+    index = feet_key_index(KEY_BODIES, robot)
+    assert [KEY_BODIES[i] for i in index] == list(robot.feet)
+    with pytest.raises(ValueError, match="not key bodies"):
+        feet_key_index(tuple(b for b in KEY_BODIES if b != robot.feet[0]), robot)
 
 
 def test_action_rate_penalty_and_weights_scale_from_config():
