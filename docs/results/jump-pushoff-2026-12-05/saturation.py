@@ -7,13 +7,16 @@ window is the clip's climb from its lowest crouch (0.90 s) to where it passes th
 (1.16 s); the flight window is where the clip's feet are off the floor (1.08-1.40 s). It also says
 what the `feet_height` reward term (weight 0.6, sigma 0.0032 m^2) would pay each policy there.
 
-    PYTHONPATH=. .venv/bin/python docs/results/jump-pushoff-2026-12-05/saturation.py
+    PYTHONPATH=. .venv/bin/python docs/results/jump-pushoff-2026-12-05/saturation.py [--out DIR] [--policy LABEL=ONNX ...]
 
-writes `saturation.json` and `saturation.png` next to this file.
+writes `saturation.json` and `saturation.png` to DIR (default: next to this file); the policies
+default to jump-long's choice and the push-off run's iteration 450, and the clip played back
+(the first policy's playback baseline) is always rolled first.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
 from pathlib import Path
@@ -58,20 +61,27 @@ class Recorder:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--policy", action="append", default=None, metavar="LABEL=ONNX")
+    args = parser.parse_args()
+    chosen = dict(p.split("=", 1) for p in args.policy) if args.policy else POLICIES
+    chosen = {k: Path(v) for k, v in chosen.items()}
+    first_path = next(iter(chosen.values()))
     robot = load_robot_config()
     effort = np.asarray(robot.effort_limits)
     legs = {name: [i for i, j in enumerate(robot.joint_names) if name in j and ("left" in j or "right" in j)] for name in LEG_JOINTS}
     bridge = build_model(robot, "bridge")
-    first = OnnxPolicy.load(POLICIES["jump-long it1850"], robot)
+    first = OnnxPolicy.load(first_path, robot)
     reference = load_reference_motion(ROOT / f"models/motions/{first.contract.motion_id}.csv", robot)
     feet_bodies = [bridge.body(f).id for f in robot.feet]
     ref_feet_z = reference.key_body_pos[:, [KEY_BODIES.index(f) for f in robot.feet], 2]
     with tempfile.TemporaryDirectory() as tmp:
         policies = {"clip played back": OnnxPolicy.load(write_baseline_policy(PLAYBACK_BASELINE, first.contract, reference.joint_pos, Path(tmp) / "playback.onnx"), robot)}
-        policies.update({k: OnnxPolicy.load(p, robot) for k, p in POLICIES.items()})
+        policies.update({k: OnnxPolicy.load(p, robot) for k, p in chosen.items()})
         results, traces = {}, {}
         for label, policy in policies.items():
-            path = POLICIES.get(label, POLICIES["jump-long it1850"])
+            path = chosen.get(label, first_path)
             dr = load_train_config(path.with_suffix(".train.yaml")).task.domain
             rows = []
             for seed in SEEDS:
@@ -105,7 +115,7 @@ def main() -> None:
     ref_vz = np.gradient(reference.root_pos[:, 2], reference.dt)
     results["clip"] = {"peak_vz_m_s": float(ref_vz.max()), "feet_rise_cm": float(100 * (ref_feet_z - ref_feet_z[0]).max()),
                        "push_off_window_s": PUSH_OFF_S, "flight_window_s": FLIGHT_S, "saturated_at": SATURATED}
-    (HERE / "saturation.json").write_text(json.dumps(results, indent=2))
+    (args.out / "saturation.json").write_text(json.dumps(results, indent=2))
 
     fig, axes = plt.subplots(len(LEG_JOINTS) + 1, 1, figsize=(8, 9), sharex=True)
     for label, (t, ratio, vz) in traces.items():
@@ -121,7 +131,7 @@ def main() -> None:
     axes[0].legend(fontsize=8)
     fig.suptitle("Leg drive torques during the jump (seed 0; shaded: the clip's push-off)")
     fig.tight_layout()
-    fig.savefig(HERE / "saturation.png", dpi=110)
+    fig.savefig(args.out / "saturation.png", dpi=110)
 
 
 if __name__ == "__main__":
