@@ -129,6 +129,8 @@ def reward_terms(
 ) -> dict[str, Any]:
     """Weighted value of every named term (sum them for the reward); ``feet`` indexes the feet
     among the key bodies (``feet_height``)."""
+    if cfg.feet_height.weight != 0.0 and not feet:  # no feet: a zero error, the full weight every step
+        raise ValueError("rewards.feet_height is weighed but no feet were given")
     errors = tracking_errors(robot, ref, feet, xp)
     terms = {name: getattr(cfg, name).weight * xp.exp(-err / getattr(cfg, name).sigma) for name, err in errors.items()}
     terms["action_rate"] = cfg.action_rate.weight * xp.sum((action - last_action) ** 2, axis=-1)

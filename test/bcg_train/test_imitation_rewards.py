@@ -108,6 +108,8 @@ def test_feet_height_term_sees_the_feet_heights_only_and_is_off_by_default():
     assert float(jax_terms["feet_height"]) == pytest.approx(0.6 * np.exp(-1.0), rel=1e-5)
     default = reward_terms(RewardConfig(), _state(key_body_pos=short), ref, np.zeros(N), np.zeros(N), feet)
     assert default["feet_height"] == 0.0 and default["key_body"] < RewardConfig().key_body.weight
+    with pytest.raises(ValueError, match="no feet"):  # not a constant full weight
+        reward_terms(cfg, _state(key_body_pos=short), ref, np.zeros(N), np.zeros(N))
 
 
 def test_feet_are_found_among_the_key_bodies_by_name():
