@@ -29,6 +29,7 @@ from bcg_train.bcg.diagnostics import (
     GradientStatistics,
     make_open_loop_gradient_fn,
     open_loop_gradient_statistics,
+    paired_variance_ratio_interval,
     perturbed_starts,
 )
 
@@ -102,6 +103,9 @@ def comparison_rows(results: dict[str, dict[str, GradientStatistics]]) -> list[d
             if plain is not None:
                 row["variance_ratio_to_plain"] = plain.covariance_trace / max(s.covariance_trace, 1e-300)
                 row["wall_time_ratio_to_plain"] = s.wall_time_per_gradient_s / plain.wall_time_per_gradient_s
+                if plain.samples is not None and s.samples is not None:
+                    # same starts for every estimator (one seed), so the ratio is paired
+                    row["variance_ratio_interval_90"] = list(paired_variance_ratio_interval(plain.samples, s.samples))
             rows.append(row)
     return rows
 

@@ -82,13 +82,15 @@ def main(argv=None) -> int:
     targets = check_targets(rows)
 
     table = Table(title=f"G1 landing, K={settings.num_starts} starts, T={settings.horizon} steps")
-    for col in ("preset", "estimator", "var ratio to plain", "norm CV", "cosine", "s / gradient", "time ratio", "bundles", "non-finite"):
+    for col in ("preset", "estimator", "var ratio to plain", "90% interval", "max/median norm", "norm CV", "cosine", "s / gradient", "time ratio", "bundles", "non-finite"):
         table.add_column(col, justify="right")
     for r in sorted(rows, key=lambda r: (settings.presets.index(r["preset"]), r["estimator"])):
         table.add_row(
             r["preset"],
             r["estimator"],
             f"{r.get('variance_ratio_to_plain', float('nan')):.3g}",
+            "[{:.3g}, {:.3g}]".format(*r.get("variance_ratio_interval_90", (float("nan"), float("nan")))),
+            f"{r['max_norm_over_median']:.3g}",
             f"{r['norm_cv']:.3g}",
             f"{r['mean_cosine']:.3f}",
             f"{r['wall_time_per_gradient_s']:.3g}",

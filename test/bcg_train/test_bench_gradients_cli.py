@@ -30,3 +30,34 @@ def test_a_solver_iteration_count_below_one_is_refused(capsys):
 def test_an_unknown_estimator_is_refused():
     with pytest.raises(SystemExit):
         parse_args(["--estimators", "finite_differences"])
+
+
+def _stats(name, samples):
+    import numpy as np
+
+    from bcg_train.bcg.diagnostics import GradientStatistics, sample_statistics
+
+    mean, trace, cv, cosine = sample_statistics(samples)
+    norms = np.linalg.norm(samples, axis=1)
+    return GradientStatistics(name, len(samples), 0, mean, trace, cv, cosine, 1.0, 1.0, 0.0, 0.0, 0.0,
+                              float(np.median(norms)), float(norms.max() / np.median(norms)), samples)
+
+
+def test_rows_carry_a_paired_interval_around_the_ratio_and_json_ready_scalars():
+    import json
+
+    import numpy as np
+
+    from bcg_train.bench.gradient_variance import comparison_rows
+
+    rng = np.random.default_rng(0)
+    plain = rng.normal(size=(16, 5))
+    plain[3] *= 50.0
+    results = {"plain": {"stiff": _stats("plain", plain)}, "bcg": {"stiff": _stats("bcg", plain / 3.0)}}
+    rows = {r["estimator"]: r for r in comparison_rows(results)}
+    assert rows["bcg"]["variance_ratio_to_plain"] == pytest.approx(9.0)
+    low, high = rows["bcg"]["variance_ratio_interval_90"]
+    assert low == pytest.approx(9.0) and high == pytest.approx(9.0)  # same starts: paired, exact
+    assert rows["plain"]["max_norm_over_median"] > 10
+    assert "samples" not in rows["bcg"] and "mean_gradient" not in rows["bcg"]
+    json.dumps(rows)  # the CLI writes them as they are
