@@ -11,7 +11,7 @@ rollout cost (taken as one ``grad`` of the batch sum, see
 * ``num_nonfinite``: samples whose gradient is not finite (left out of the above);
 * ``median_norm`` and ``max_norm_over_median``: how far the largest sample sits above a
   typical one. At stiff contact a few starts carry most of the trace (measured on the G1
-  landing: the largest of 32 norms 50-70x the median), so a trace ratio between two
+  landing in float64: the largest of 32 norms 53-56x the median), so a trace ratio between two
   estimators moves with those starts; :func:`paired_variance_ratio_interval` says how much;
 * wall time per gradient (compile excluded) and physics substeps simulated per
   gradient (branches included).
