@@ -39,9 +39,11 @@ def main(run: Path = HERE, label: str = "sigma_p 1 mm (this run)", title: str = 
         axes[0].plot(its, [r["falls"] for r in rows], "o-", ms=3, label=name)
         axes[1].plot(its, [r["flight_s"] for r in rows], "o-", ms=3, label=name)
         g = grad_norms(folder)
-        ratio = np.percentile(g[:matched], 90) / np.median(g[:matched])
+        window = g[:matched]
+        finite = window[np.isfinite(window)]  # a non-finite gradient skips its update (counted, `skipped_actor_updates`)
+        ratio = np.percentile(finite, 90) / np.median(finite)
         print(f"{name}: p90/median of the actor gradient norm over iterations 1-{matched}: {ratio:.2f} "
-              f"(median {np.median(g[:matched]):.1f}, p99 {np.percentile(g[:matched], 99):.0f})")
+              f"(median {np.median(finite):.1f}, p99 {np.percentile(finite, 99):.0f}; {window.size - finite.size} non-finite left out)")
         axes[2].plot(np.arange(1, g.size + 1), g, lw=0.6, label=f"{name}: p90/median {ratio:.1f} (iterations 1-{matched})")
     axes[1].axhline(0.15, color="k", ls="--", lw=0.8, label="protocol's flight clause (0.15 s)")
     axes[0].set_ylabel("falls of 20")
