@@ -90,7 +90,7 @@ def clip_state_gradient(state: Any, max_norm: float, batch_size: int) -> Any:
     def backward(_, cotangent):
         leaves = jax.tree_util.tree_leaves(cotangent)
         squares = [jnp.sum(jnp.square(g).reshape(batch_size, -1), axis=1) for g in leaves if batched(g)]
-        norm = jnp.sqrt(sum(squares)) if squares else jnp.zeros((batch_size,))
+        norm = jnp.sqrt(sum(squares)) if squares else jnp.zeros((batch_size,), jnp.float32)
         scale = jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-30))
         scaled = [g * scale.reshape((batch_size,) + (1,) * (g.ndim - 1)).astype(g.dtype) if batched(g) else g for g in leaves]
         return (jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(cotangent), scaled),)
@@ -299,7 +299,7 @@ class SHAC:
         cfg, task = self.cfg, self.task
         stats, target = state.obs_stats, state.target_critics
         value = lambda obs, priv: jnp.mean(ensemble_values(target, critic_input(stats, obs, priv, cfg.obs_clip)), axis=0)
-        noise = cfg.action_noise_std * jax.random.normal(noise_key, (cfg.horizon, cfg.num_envs, task.action_size))
+        noise = cfg.action_noise_std * jax.random.normal(noise_key, (cfg.horizon, cfg.num_envs, task.action_size), jnp.float32)
 
         def body(carry, eps):
             env, discount, ret_acc, loss_acc = carry
@@ -320,7 +320,7 @@ class SHAC:
             return (env, discount, ret_acc, loss_acc), record
 
         k = cfg.num_envs
-        init = (state.env, jnp.ones((k,)), jnp.zeros((k,)), jnp.zeros((k,)))
+        init = (state.env, jnp.ones((k,), jnp.float32), jnp.zeros((k,), jnp.float32), jnp.zeros((k,), jnp.float32))
         (env, discount, ret_acc, loss_acc), records = jax.lax.scan(body, init, noise)
         loss_acc = loss_acc + ret_acc + discount * value(task.observe(env), self._privileged(env))
         actor_loss = -jnp.sum(loss_acc) / (cfg.horizon * k)

@@ -36,7 +36,7 @@ from bcg_robot.yaml_dataclass import dump_dataclass, from_mapping, to_plain
 from bcg_train.learn.config import TrainConfig, config_hash, motion_id, plain_config_hash
 from bcg_train.learn.curves import plot_training_curves
 from bcg_train.learn.shac import SHAC, SHACState
-from bcg_train.sim.jax_setup import enable_compilation_cache
+from bcg_train.sim.jax_setup import enable_compilation_cache, enable_float64
 
 CHECKPOINT_FORMAT = 1
 
@@ -123,6 +123,8 @@ def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) ->
 def make_task(cfg: TrainConfig, robot: RobotConfig | None = None):
     from bcg_train.tasks.imitation import ImitationTask
 
+    if cfg.task.float64:
+        enable_float64()  # process-wide (jax_enable_x64), before the model goes on the device
     return ImitationTask(cfg.task, robot or load_robot_config())
 
 

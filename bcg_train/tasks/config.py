@@ -113,6 +113,11 @@ class ImitationConfig:
     solver_iterations: int = TRAIN_SOLVER_ITERATIONS
     ls_iterations: int = TRAIN_LS_ITERATIONS
     episode_length_s: float = 10.0
+    # simulate in float64 (the physics and its backward pass; the networks stay float32).
+    # Turns on jax_enable_x64 for the whole process (bcg_train.sim.jax_setup). In float32 the
+    # largest stiff-landing gradients are dominated by rounding
+    # (docs/results/bcg-variance-2026-12-05/)
+    float64: bool = False
     reference_state_init: bool = True
     observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC
     # PD targets = offset + action_scale * action; offset: default_pose, or reference (the

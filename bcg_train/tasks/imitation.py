@@ -121,6 +121,12 @@ def _select(mask: jax.Array, a, b):
     return jax.tree_util.tree_map(pick, a, b)
 
 
+def _learner_view(data):
+    """The simulator's state fields the rewards and observations read, in float32: with
+    ``float64`` only the physics (and its backward pass) runs in 64 bits; a no-op otherwise."""
+    return data.replace(**{name: getattr(data, name).astype(jnp.float32) for name in ("qpos", "qvel", "xpos")})
+
+
 class ImitationTask:
     """Batched motion-imitation environment (see the module docstring)."""
 
@@ -128,7 +134,7 @@ class ImitationTask:
         self.cfg, self.robot = cfg, robot
         self.mj_model = training_model(cfg, robot)
         self.reference = reference or load_reference_motion(resolve_share_path(cfg.motion), robot, cfg.motion_fps, self.mj_model)
-        self.sim = MjxSim(self.mj_model, JointDrive.from_robot_config(robot), SimConfig(control_dt=robot.control_dt))
+        self.sim = MjxSim(self.mj_model, JointDrive.from_robot_config(robot), SimConfig(control_dt=robot.control_dt, float64=cfg.float64))
         self.bsim = BundledSim(self.sim, cfg.bcg)
         self.qi = jnp.asarray(joint_qpos_indices(self.mj_model, robot))
         self.di = jnp.asarray(joint_dof_indices(self.mj_model, robot))
@@ -151,14 +157,14 @@ class ImitationTask:
         self.privileged_size = privileged_size(cfg.critic_privileged)
         self.episode_steps = int(round(cfg.episode_length_s / robot.control_dt))
         self.recovery_steps = int(round(cfg.push_recovery.window_s / robot.control_dt))
-        self.base_friction = jnp.asarray(self.mj_model.geom_friction, jnp.float32)
-        self.base_mass = jnp.asarray(self.mj_model.body_mass, jnp.float32)
+        self.base_friction = jnp.asarray(self.mj_model.geom_friction, self.sim.dtype)
+        self.base_mass = jnp.asarray(self.mj_model.body_mass, self.sim.dtype)
         self.joint_speed_limit = jnp.asarray(robot.velocity, jnp.float32)
         self._guarded_step = guarded_step(lambda sim, action, domain: self.domain_sim(domain).step(sim, action), self.sim_failed)
 
     # -- state views ------------------------------------------------------------------
     def tracked(self, state: ImitationState) -> TrackedState:
-        d = state.sim.sim.data
+        d = _learner_view(state.sim.sim.data)
         return TrackedState(d.qpos[:, :3], d.qpos[:, 3:7], d.qvel[:, :3], d.qvel[:, 3:6], d.qpos[:, self.qi], d.qvel[:, self.di], d.xpos[:, self.key_ids])
 
     def reference_at(self, frame: jax.Array) -> TrackedState:
@@ -169,7 +175,7 @@ class ImitationTask:
 
     def raw_inputs(self, state: ImitationState) -> dict[str, jax.Array]:
         """The policy's raw inputs, as the robot reports them (see bcg_robot.observation)."""
-        d = state.sim.sim.data
+        d = _learner_view(state.sim.sim.data)
         return raw_inputs(d.qpos[:, 3:7], d.qvel[:, 3:6], d.qpos[:, self.qi], d.qvel[:, self.di], state.last_action,
                           self.phase(state.frame))
 
