@@ -48,7 +48,7 @@ def _return_freed_heap() -> None:
 # The G1 modules: under ``make pytest`` they share one worker, so two G1 compiles (up to
 # ~11 GB each) never run at once. They run first, in this order (the script's subprocess
 # before the largest compile has grown the worker), while the other worker takes the rest.
-G1_MODULES = ("test_gpu_train_script.py", "test_imitation_task.py")
+G1_MODULES = ("test_gpu_train_script.py", "test_train_float64.py", "test_imitation_task.py")
 
 
 def _module_file(nodeid: str) -> str:
