@@ -114,6 +114,32 @@ def skip_if_not_finite(updated: Any, current: Any, gradient_norm: jax.Array) -> 
     return jax.tree_util.tree_map(lambda new, old: jnp.where(skip, old, new), updated, current), skip
 
 
+def action_gradient_spread(action_gradient: jax.Array, done: jax.Array, bundled: jax.Array | None = None) -> dict[str, jax.Array]:
+    """How the window's action gradient ``dL/da`` (T, K, A; the gradient of the actor loss
+    with respect to every action taken, which the actor gradient chains through the policy)
+    spreads over the K environments:
+
+    * ``action_grad_norm``: its norm;
+    * ``action_grad_top_env_share``: the share of its squared norm that the largest
+      environment carries (1/K spread evenly, 1 all in one environment);
+    * ``action_grad_top_env_ended``: 1 if that environment's episode ended in the window
+      (a termination, a truncation or a simulation failure);
+    * ``action_grad_top_env_bundled``: the fraction of its steps that were bundled (tasks
+      with a per-environment ``bundled`` metric, T x K).
+    """
+    per_env = jnp.sum(action_gradient**2, axis=(0, 2))
+    total = jnp.sum(per_env)
+    top = jnp.argmax(per_env)
+    out = {
+        "action_grad_norm": jnp.sqrt(total),
+        "action_grad_top_env_share": jnp.where(total > 0, per_env[top] / total, 0.0),
+        "action_grad_top_env_ended": jnp.any(done[:, top]).astype(jnp.float32),
+    }
+    if bundled is not None:
+        out["action_grad_top_env_bundled"] = jnp.mean(bundled[:, top])
+    return out
+
+
 # metrics summed over an iteration's steps and environments (counts), not averaged: these
 # names and every name with one of these prefixes
 COUNTED_METRICS = (SIM_FAILURES,)
@@ -295,11 +321,18 @@ class SHAC:
             return jnp.zeros((self.cfg.num_envs, 0), jnp.float32)
         return self.task.privileged(env)
 
-    def _rollout(self, actor: Params, state: SHACState, noise_key: jax.Array):
+    def exploration_noise(self, key: jax.Array) -> jax.Array:
+        """(horizon, num_envs, action_size) Gaussian noise added to the window's actions."""
+        cfg = self.cfg
+        return cfg.action_noise_std * jax.random.normal(key, (cfg.horizon, cfg.num_envs, self.task.action_size), jnp.float32)
+
+    def _rollout(self, actor: Params, state: SHACState, noise: jax.Array):
+        """The window's actor loss; ``noise`` (T, K, A) is the exploration noise added to each
+        action, so the loss's gradient with respect to it is the gradient with respect to the
+        actions (:func:`action_gradient_spread`)."""
         cfg, task = self.cfg, self.task
         stats, target = state.obs_stats, state.target_critics
         value = lambda obs, priv: jnp.mean(ensemble_values(target, critic_input(stats, obs, priv, cfg.obs_clip)), axis=0)
-        noise = cfg.action_noise_std * jax.random.normal(noise_key, (cfg.horizon, cfg.num_envs, task.action_size), jnp.float32)
 
         def body(carry, eps):
             env, discount, ret_acc, loss_acc = carry
@@ -364,7 +397,10 @@ class SHAC:
         ``metrics['actor_gradient']`` (for gradient statistics)."""
         cfg = self.cfg
         rng, k_noise, k_critic = jax.random.split(state.rng, 3)
-        (actor_loss, (env, records, extra)), grads = jax.value_and_grad(self._rollout, has_aux=True)(state.actor, state, k_noise)
+        noise = self.exploration_noise(k_noise)
+        (actor_loss, (env, records, extra)), (grads, action_grads) = jax.value_and_grad(
+            self._rollout, argnums=(0, 2), has_aux=True
+        )(state.actor, state, noise)
         raw_gradient = jax.flatten_util.ravel_pytree(grads)[0] if with_gradient else None
         grad_norm = optax.tree.norm(grads)
         updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
@@ -390,6 +426,7 @@ class SHAC:
         metrics = {name: jnp.sum(v) if is_counted(name) else jnp.mean(v) for name, v in step_metrics.items()}
         metrics.update(critic_metrics)
         metrics.update(extra)
+        metrics.update(action_gradient_spread(action_grads, done, step_metrics.get("bundled")))
         metrics.update(
             actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),
             episodes_ended=jnp.sum(done.astype(jnp.float32)), skipped_actor_updates=skipped.astype(jnp.float32),

@@ -3,6 +3,7 @@ data parallelism over two forced host devices, a non-finite actor gradient. Runs
 pure-JAX point mass (fast); a G1 iteration is traced in test_imitation_task.py, and SHAC+BCG
 learns on the hopper in test_learning_regression.py."""
 
+import dataclasses
 import os
 import pickle
 import subprocess
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, plain_config_hash
-from bcg_train.learn.shac import SHAC, critic_diagnostics, explained_variance, is_counted, td_lambda_returns
+from bcg_train.learn.shac import SHAC, action_gradient_spread, critic_diagnostics, explained_variance, is_counted, td_lambda_returns
 from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
 from bcg_train.tasks.point_mass import PointMassTask
 
@@ -94,14 +95,48 @@ def test_one_iteration_is_finite_and_lowers_the_actor_loss():
     shac = SHAC(PointMassTask(), TINY)
     state = shac.init(0)
     _, k_noise, _ = jax.random.split(state.rng, 3)
-    before, _ = shac._rollout(state.actor, state, k_noise)
+    noise = shac.exploration_noise(k_noise)
+    before, _ = shac._rollout(state.actor, state, noise)
     new, metrics = jax.jit(shac.iteration)(state)
     assert all(np.isfinite(float(v)) for v in metrics.values())
     assert all(np.isfinite(x).all() for x in _leaves(new))
-    after, _ = shac._rollout(new.actor, state, k_noise)
+    after, _ = shac._rollout(new.actor, state, noise)
     assert float(after) < float(before)
     assert float(metrics["actor_loss"]) == pytest.approx(float(before), rel=1e-5)
     assert int(new.iteration) == 1 and float(new.obs_stats.count) > float(state.obs_stats.count)
+
+
+def test_action_gradient_spread_names_the_environment_that_carries_the_gradient():
+    t, k, a = 4, 3, 2
+    even = jnp.ones((t, k, a))
+    done = jnp.zeros((t, k), bool).at[2, 1].set(True)
+    bundled = jnp.zeros((t, k)).at[:3, 1].set(1.0)
+    spread = action_gradient_spread(even, done, bundled)
+    assert float(spread["action_grad_norm"]) == pytest.approx(np.sqrt(t * k * a))
+    assert float(spread["action_grad_top_env_share"]) == pytest.approx(1 / k)
+    # environment 1 carries 9x the others' squared norm: share 9 / 11, and it is the one that
+    # ended its episode and bundled 3 of its 4 steps
+    one = even.at[:, 1].multiply(3.0)
+    spread = action_gradient_spread(one, done, bundled)
+    assert float(spread["action_grad_top_env_share"]) == pytest.approx(9 / 11)
+    assert float(spread["action_grad_top_env_ended"]) == 1.0 and float(spread["action_grad_top_env_bundled"]) == 0.75
+    spread = action_gradient_spread(even.at[:, 2].multiply(3.0), done)  # the largest did not end; no bundle metric
+    assert float(spread["action_grad_top_env_ended"]) == 0.0 and "action_grad_top_env_bundled" not in spread
+    assert float(action_gradient_spread(jnp.zeros((t, k, a)), done)["action_grad_top_env_share"]) == 0.0
+
+
+def test_the_iteration_reports_the_spread_of_its_own_action_gradient():
+    """The iteration's spread metrics are those of dL/da of its own window: the gradient of
+    the actor loss with respect to the exploration noise it drew (same key)."""
+    shac = SHAC(PointMassTask(), TINY)
+    state = shac.init(0)
+    _, k_noise, _ = jax.random.split(state.rng, 3)
+    action_grads = jax.grad(lambda n: shac._rollout(state.actor, state, n)[0])(shac.exploration_noise(k_noise))
+    per_env = np.sum(np.asarray(action_grads) ** 2, axis=(0, 2))
+    _, metrics = jax.jit(shac.iteration)(state)
+    assert float(metrics["action_grad_norm"]) == pytest.approx(np.sqrt(per_env.sum()), rel=1e-4)
+    assert float(metrics["action_grad_top_env_share"]) == pytest.approx(per_env.max() / per_env.sum(), rel=1e-4)
+    assert 1 / TINY.num_envs < float(metrics["action_grad_top_env_share"]) < 1
 
 
 @pytest.mark.slow
