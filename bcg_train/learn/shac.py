@@ -114,7 +114,9 @@ def skip_if_not_finite(updated: Any, current: Any, gradient_norm: jax.Array) -> 
     return jax.tree_util.tree_map(lambda new, old: jnp.where(skip, old, new), updated, current), skip
 
 
-def action_gradient_spread(action_gradient: jax.Array, done: jax.Array, bundled: jax.Array | None = None) -> dict[str, jax.Array]:
+def action_gradient_spread(
+    action_gradient: jax.Array, done: jax.Array, terminated: jax.Array, bundled: jax.Array | None = None
+) -> dict[str, jax.Array]:
     """How the window's action gradient ``dL/da`` (T, K, A; the gradient of the actor loss
     with respect to every action taken, which the actor gradient chains through the policy)
     spreads over the K environments:
@@ -123,7 +125,9 @@ def action_gradient_spread(action_gradient: jax.Array, done: jax.Array, bundled:
     * ``action_grad_top_env_share``: the share of its squared norm that the largest
       environment carries (1/K spread evenly, 1 all in one environment);
     * ``action_grad_top_env_ended``: 1 if that environment's episode ended in the window
-      (a termination, a truncation or a simulation failure);
+      (``done``, T x K: a termination, a truncation or a simulation failure);
+    * ``action_grad_top_env_terminated``: 1 if it ended by a termination (``terminated``:
+      a fall, a lost reference or a simulation failure, not the time limit);
     * ``action_grad_top_env_bundled``: the fraction of its steps that were bundled (tasks
       with a per-environment ``bundled`` metric, T x K).
     """
@@ -134,6 +138,7 @@ def action_gradient_spread(action_gradient: jax.Array, done: jax.Array, bundled:
         "action_grad_norm": jnp.sqrt(total),
         "action_grad_top_env_share": jnp.where(total > 0, per_env[top] / total, 0.0),
         "action_grad_top_env_ended": jnp.any(done[:, top]).astype(jnp.float32),
+        "action_grad_top_env_terminated": jnp.any(terminated[:, top]).astype(jnp.float32),
     }
     if bundled is not None:
         out["action_grad_top_env_bundled"] = jnp.mean(bundled[:, top])
@@ -349,7 +354,7 @@ class SHAC:
             ret_acc = jnp.where(done, 0.0, ret_acc)
             discount = jnp.where(done, 1.0, discount * cfg.gamma)
             next_value = jnp.where(out.terminated, 0.0, jnp.where(out.truncated, boot, value(out.obs, self._privileged(env))))
-            record = ((obs, priv), out.reward, jax.lax.stop_gradient(next_value), (~done).astype(jnp.float32), out.metrics, done)
+            record = ((obs, priv), out.reward, jax.lax.stop_gradient(next_value), (~done).astype(jnp.float32), out.metrics, (done, out.terminated))
             return (env, discount, ret_acc, loss_acc), record
 
         k = cfg.num_envs
@@ -411,7 +416,7 @@ class SHAC:
                 (actor, actor_opt), (state.actor, state.actor_opt), state.iteration, cfg.critic_warmup_iterations
             )
 
-        (obs, privileged), rewards, next_values, continues, step_metrics, done = records
+        (obs, privileged), rewards, next_values, continues, step_metrics, (done, terminated) = records
         targets = td_lambda_returns(rewards, next_values, continues, cfg.gamma, cfg.td_lambda)
         critics, critic_opt, critic_loss, critic_metrics = self._critic_update(
             state, obs, jax.lax.stop_gradient(privileged), jax.lax.stop_gradient(targets), k_critic
@@ -426,7 +431,7 @@ class SHAC:
         metrics = {name: jnp.sum(v) if is_counted(name) else jnp.mean(v) for name, v in step_metrics.items()}
         metrics.update(critic_metrics)
         metrics.update(extra)
-        metrics.update(action_gradient_spread(action_grads, done, step_metrics.get("bundled")))
+        metrics.update(action_gradient_spread(action_grads, done, terminated, step_metrics.get("bundled")))
         metrics.update(
             actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),
             episodes_ended=jnp.sum(done.astype(jnp.float32)), skipped_actor_updates=skipped.astype(jnp.float32),

@@ -109,20 +109,25 @@ def test_one_iteration_is_finite_and_lowers_the_actor_loss():
 def test_action_gradient_spread_names_the_environment_that_carries_the_gradient():
     t, k, a = 4, 3, 2
     even = jnp.ones((t, k, a))
-    done = jnp.zeros((t, k), bool).at[2, 1].set(True)
+    done = jnp.zeros((t, k), bool).at[2, 1].set(True).at[1, 2].set(True)
+    terminated = jnp.zeros((t, k), bool).at[2, 1].set(True)  # environment 2 only reached the time limit
     bundled = jnp.zeros((t, k)).at[:3, 1].set(1.0)
-    spread = action_gradient_spread(even, done, bundled)
+    spread = action_gradient_spread(even, done, terminated, bundled)
     assert float(spread["action_grad_norm"]) == pytest.approx(np.sqrt(t * k * a))
     assert float(spread["action_grad_top_env_share"]) == pytest.approx(1 / k)
     # environment 1 carries 9x the others' squared norm: share 9 / 11, and it is the one that
-    # ended its episode and bundled 3 of its 4 steps
+    # ended its episode by a termination and bundled 3 of its 4 steps
     one = even.at[:, 1].multiply(3.0)
-    spread = action_gradient_spread(one, done, bundled)
+    spread = action_gradient_spread(one, done, terminated, bundled)
     assert float(spread["action_grad_top_env_share"]) == pytest.approx(9 / 11)
-    assert float(spread["action_grad_top_env_ended"]) == 1.0 and float(spread["action_grad_top_env_bundled"]) == 0.75
-    spread = action_gradient_spread(even.at[:, 2].multiply(3.0), done)  # the largest did not end; no bundle metric
-    assert float(spread["action_grad_top_env_ended"]) == 0.0 and "action_grad_top_env_bundled" not in spread
-    assert float(action_gradient_spread(jnp.zeros((t, k, a)), done)["action_grad_top_env_share"]) == 0.0
+    assert float(spread["action_grad_top_env_ended"]) == 1.0 and float(spread["action_grad_top_env_terminated"]) == 1.0
+    assert float(spread["action_grad_top_env_bundled"]) == 0.75
+    spread = action_gradient_spread(even.at[:, 2].multiply(3.0), done, terminated)  # truncated only; no bundle metric
+    assert float(spread["action_grad_top_env_ended"]) == 1.0 and float(spread["action_grad_top_env_terminated"]) == 0.0
+    assert "action_grad_top_env_bundled" not in spread
+    spread = action_gradient_spread(even.at[:, 0].multiply(3.0), done, terminated)  # the largest did not end
+    assert float(spread["action_grad_top_env_ended"]) == 0.0 and float(spread["action_grad_top_env_terminated"]) == 0.0
+    assert float(action_gradient_spread(jnp.zeros((t, k, a)), done, terminated)["action_grad_top_env_share"]) == 0.0
 
 
 def test_the_iteration_reports_the_spread_of_its_own_action_gradient():
