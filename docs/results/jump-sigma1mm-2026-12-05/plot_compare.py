@@ -5,6 +5,9 @@ clipping, with its p90 / median ratio over the iterations both runs reached.
     PYTHONPATH=. .venv/bin/python docs/results/jump-sigma1mm-2026-12-05/plot_compare.py   # this folder's run
     PYTHONPATH=. .venv/bin/python docs/results/jump-sigma1mm-2026-12-05/plot_compare.py \
         docs/results/jump-overflow-cut-2026-12-05 "overflow cut (that run)" "G1 jump: overflowing bundle steps cut against passed plain"
+    PYTHONPATH=. .venv/bin/python docs/results/jump-sigma1mm-2026-12-05/plot_compare.py \
+        docs/results/jump-float64-2026-12-05 "float64 (that run)" "G1 jump: simulated in float64 against float32" \
+        "float32 (push-off run, control)"
 """
 
 import csv
@@ -62,6 +65,7 @@ def main(run: Path = HERE, label: str = "sigma_p 1 mm (this run)", title: str = 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
-        main(Path(sys.argv[1]).resolve(), sys.argv[2], sys.argv[3], control_label="overflow plain (push-off run, control)")
+        control = sys.argv[4] if len(sys.argv) > 4 else "overflow plain (push-off run, control)"
+        main(Path(sys.argv[1]).resolve(), sys.argv[2], sys.argv[3], control_label=control)
     else:
         main(control_label="sigma_p 1 cm (push-off run, control)")
