@@ -53,6 +53,12 @@ class SHACConfig:
     # the gradient of the near future and drops the exploded far tail's magnitude.
     state_grad_clip: float = 0.0
     critic_grad_clip: float = 10.0
+    # cap on each environment's share of the actor gradient (0: off, the published SHAC): its
+    # window's action gradient dL/da is scaled to at most this many times the median over the
+    # environments' window norms in that iteration, before it is chained through the policy
+    # (bcg_train.learn.shac.cap_environment_gradients). On the jump one environment carried a
+    # median 76 % of |dL/da|^2 (docs/results/jump-gradient-trace-2026-12-05/)
+    env_gradient_cap: float = 0.0
     # iterations at the start that fit the critics (and the observation normalizer) while
     # the actor stays fixed: the actor's window loss bootstraps with the critics' value at
     # the window end, and an untrained critic's gradient there is noise (0: off, published)
@@ -80,6 +86,11 @@ class SHACConfig:
             raise ValueError("shac.critic_lr_end must be > 0 (or absent: lr_end)")
         if self.mirror_loss_weight < 0:
             raise ValueError("shac.mirror_loss_weight must be >= 0 (0: off)")
+        if self.env_gradient_cap < 0:
+            raise ValueError("shac.env_gradient_cap must be >= 0 (0: off)")
+        if self.env_gradient_cap > 0 and self.mirror_loss_weight > 0:
+            raise ValueError("shac.env_gradient_cap does not combine with mirror_loss_weight (the mirror loss's gradient "
+                             "does not pass through the window's actions)")
         if self.state_grad_clip < 0:
             raise ValueError("shac.state_grad_clip must be >= 0 (0: off)")
         if not (0 < self.gamma <= 1 and 0 <= self.td_lambda <= 1):

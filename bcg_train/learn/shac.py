@@ -145,6 +145,29 @@ def action_gradient_spread(
     return out
 
 
+def cap_environment_gradients(action_gradient: jax.Array, cap: float) -> jax.Array:
+    """``action_gradient`` (T, K, A) with each environment's window (its T x A block) scaled
+    to norm <= ``cap`` x the median of the K window norms: no environment's window weighs
+    more than ``cap`` typical ones in the actor gradient. The median is computed over the
+    finite norms; a non-finite window stays non-finite (the update is then skipped, counted)."""
+    norms = jnp.sqrt(jnp.sum(action_gradient**2, axis=(0, 2)))
+    limit = cap * jnp.nanmedian(jnp.where(jnp.isfinite(norms), norms, jnp.nan))
+    scale = jnp.where(norms > limit, limit / jnp.maximum(norms, 1e-30), 1.0)
+    return action_gradient * scale[None, :, None].astype(action_gradient.dtype)
+
+
+def actor_gradient_from_actions(actor: Params, stats: RunningStats, obs: jax.Array, action_gradient: jax.Array,
+                                obs_clip: float, action_clip: float) -> Params:
+    """The actor gradient chained from the action gradient: ``sum_t,k (d pi(o_tk) / d theta)^T
+    dL/da_tk`` over the window's observations ``obs`` (T, K, O) held fixed. Every path from the
+    actor to the loss goes through an action, so with the window's own dL/da this is the
+    actor gradient itself (a test checks it); with a reweighted one it is the gradient of
+    the reweighted loss."""
+    obs = jax.lax.stop_gradient(obs)
+    _, vjp = jax.vjp(lambda p: policy_action(p, stats, obs, obs_clip, action_clip), actor)
+    return vjp(action_gradient.astype(obs.dtype))[0]
+
+
 # metrics summed over an iteration's steps and environments (counts), not averaged: these
 # names and every name with one of these prefixes
 COUNTED_METRICS = (SIM_FAILURES,)
@@ -406,6 +429,11 @@ class SHAC:
         (actor_loss, (env, records, extra)), (grads, action_grads) = jax.value_and_grad(
             self._rollout, argnums=(0, 2), has_aux=True
         )(state.actor, state, noise)
+        (obs, privileged), rewards, next_values, continues, step_metrics, (done, terminated) = records
+        spread = action_gradient_spread(action_grads, done, terminated, step_metrics.get("bundled"))
+        if cfg.env_gradient_cap > 0:
+            capped = cap_environment_gradients(action_grads, cfg.env_gradient_cap)
+            grads = actor_gradient_from_actions(state.actor, state.obs_stats, obs, capped, cfg.obs_clip, cfg.action_clip)
         raw_gradient = jax.flatten_util.ravel_pytree(grads)[0] if with_gradient else None
         grad_norm = optax.tree.norm(grads)
         updates, actor_opt = self.actor_tx.update(grads, state.actor_opt, state.actor)
@@ -416,7 +444,6 @@ class SHAC:
                 (actor, actor_opt), (state.actor, state.actor_opt), state.iteration, cfg.critic_warmup_iterations
             )
 
-        (obs, privileged), rewards, next_values, continues, step_metrics, (done, terminated) = records
         targets = td_lambda_returns(rewards, next_values, continues, cfg.gamma, cfg.td_lambda)
         critics, critic_opt, critic_loss, critic_metrics = self._critic_update(
             state, obs, jax.lax.stop_gradient(privileged), jax.lax.stop_gradient(targets), k_critic
@@ -431,7 +458,7 @@ class SHAC:
         metrics = {name: jnp.sum(v) if is_counted(name) else jnp.mean(v) for name, v in step_metrics.items()}
         metrics.update(critic_metrics)
         metrics.update(extra)
-        metrics.update(action_gradient_spread(action_grads, done, terminated, step_metrics.get("bundled")))
+        metrics.update(spread)  # of the uncapped dL/da
         metrics.update(
             actor_loss=actor_loss, critic_loss=critic_loss, actor_grad_norm=grad_norm, reward=jnp.mean(rewards),
             episodes_ended=jnp.sum(done.astype(jnp.float32)), skipped_actor_updates=skipped.astype(jnp.float32),

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, plain_config_hash
-from bcg_train.learn.shac import SHAC, action_gradient_spread, critic_diagnostics, explained_variance, is_counted, td_lambda_returns
+from bcg_train.learn.shac import (SHAC, action_gradient_spread, actor_gradient_from_actions, cap_environment_gradients,
+                                  critic_diagnostics, explained_variance, is_counted, td_lambda_returns)
 from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
 from bcg_train.tasks.point_mass import PointMassTask
 
@@ -142,6 +143,45 @@ def test_the_iteration_reports_the_spread_of_its_own_action_gradient():
     assert float(metrics["action_grad_norm"]) == pytest.approx(np.sqrt(per_env.sum()), rel=1e-4)
     assert float(metrics["action_grad_top_env_share"]) == pytest.approx(per_env.max() / per_env.sum(), rel=1e-4)
     assert 1 / TINY.num_envs < float(metrics["action_grad_top_env_share"]) < 1
+
+
+def test_the_actor_gradient_is_the_policy_chained_action_gradient():
+    """Every path from the actor to the window's loss goes through an action: chaining dL/da
+    through the policy at the window's observations gives the actor gradient itself."""
+    shac = SHAC(PointMassTask(), TINY)
+    state = shac.init(0)
+    noise = shac.exploration_noise(jax.random.PRNGKey(3))
+    (_, (_, records, _)), (direct, action_grads) = jax.value_and_grad(shac._rollout, argnums=(0, 2), has_aux=True)(
+        state.actor, state, noise)
+    chained = actor_gradient_from_actions(state.actor, state.obs_stats, records[0][0], action_grads, TINY.obs_clip, TINY.action_clip)
+    for a, b in zip(_leaves(direct), _leaves(chained)):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-7)
+
+
+def test_environment_gradient_cap_scales_the_largest_windows_to_the_cap():
+    t, k, a = 3, 4, 2
+    g = jnp.ones((t, k, a)).at[:, 1].multiply(10.0).at[:, 3].multiply(2.0)  # window norms 1, 10, 1, 2 (x sqrt 6)
+    capped = np.asarray(cap_environment_gradients(g, 1.0))
+    norms = np.sqrt((capped**2).sum(axis=(0, 2))) / np.sqrt(t * a)
+    np.testing.assert_allclose(norms, [1.0, 1.5, 1.0, 1.5], rtol=1e-6)  # the median of 1, 10, 1, 2 is 1.5
+    np.testing.assert_allclose(capped[:, 1] / np.asarray(g)[:, 1], 0.15, rtol=1e-6)  # direction kept
+    np.testing.assert_array_equal(np.asarray(cap_environment_gradients(g, 100.0)), np.asarray(g))  # a loose cap: unchanged
+    broken = np.asarray(cap_environment_gradients(g.at[0, 2, 0].set(jnp.nan), 1.0))
+    assert np.isnan(broken[:, 2]).any() and np.isfinite(broken[:, [0, 1, 3]]).all()  # the median of the finite windows
+
+
+def test_the_environment_gradient_cap_reweights_the_update():
+    state = SHAC(PointMassTask(), TINY).init(0)
+    _, plain = jax.jit(SHAC(PointMassTask(), TINY).iteration)(state)
+    capped_shac = SHAC(PointMassTask(), dataclasses.replace(TINY, env_gradient_cap=1.0))
+    _, capped = jax.jit(capped_shac.iteration)(state)
+    # the spread metrics describe the uncapped dL/da, the same in both; the capped actor gradient is smaller
+    assert float(capped["action_grad_top_env_share"]) == pytest.approx(float(plain["action_grad_top_env_share"]), rel=1e-5)
+    assert 0 < float(capped["actor_grad_norm"]) < float(plain["actor_grad_norm"])
+    with pytest.raises(ValueError, match="env_gradient_cap"):
+        dataclasses.replace(TINY, env_gradient_cap=-1.0).validate()
+    with pytest.raises(ValueError, match="mirror_loss_weight"):
+        dataclasses.replace(TINY, env_gradient_cap=1.0, mirror_loss_weight=0.1).validate()
 
 
 @pytest.mark.slow

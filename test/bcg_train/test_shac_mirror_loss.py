@@ -44,12 +44,12 @@ def _trained_mirror_loss(weight: float, iterations: int = 30) -> tuple[float, fl
 
 
 def test_the_mirror_loss_joins_the_actor_loss_with_its_weight():
-    key = jax.random.PRNGKey(3)
     off = SHAC(MirroredPointMass(), TINY)
     on = SHAC(MirroredPointMass(), dataclasses.replace(TINY, mirror_loss_weight=2.5))
     state = off.init(0)
-    base, (_, _, extra_off) = off._rollout(state.actor, state, key)
-    total, (_, _, extra_on) = on._rollout(state.actor, state, key)
+    noise = off.exploration_noise(jax.random.PRNGKey(3))
+    base, (_, _, extra_off) = off._rollout(state.actor, state, noise)
+    total, (_, _, extra_on) = on._rollout(state.actor, state, noise)
     assert extra_off == {} and float(extra_on["mirror_loss"]) > 0.0
     assert float(total) == pytest.approx(float(base) + 2.5 * float(extra_on["mirror_loss"]), rel=1e-5)
     _, metrics = jax.jit(on.iteration)(state)

@@ -47,8 +47,9 @@ def test_the_critics_see_the_privileged_inputs_the_actor_does_not():
     shac = SHAC(task, TINY)
     assert shac.actor_sizes[0] == 2 and shac.critic_sizes[0] == 4
     state = shac.init(0)
-    _, (env, records, _) = shac._rollout(state.actor, state, jax.random.PRNGKey(1))
-    (obs, privileged), rewards, next_values, continues, _, done = records
+    noise = shac.exploration_noise(jax.random.PRNGKey(1))
+    _, (env, records, _) = shac._rollout(state.actor, state, noise)
+    (obs, privileged), rewards, next_values, continues, _, (done, _) = records
     assert obs.shape == (8, 8, 2) and privileged.shape == (8, 8, 2)
     np.testing.assert_allclose(privileged[0], 10.0 * np.asarray(state.env.vel))  # the state the step started from
     np.testing.assert_allclose(obs[0], np.asarray(state.env.pos))
@@ -58,7 +59,6 @@ def test_the_critics_see_the_privileged_inputs_the_actor_does_not():
     stats, cfg = state.obs_stats, TINY
     value = lambda o, p: np.asarray(jnp.mean(ensemble_values(state.target_critics, critic_input(stats, o, p, cfg.obs_clip)), axis=0))
     env_t, truncated_seen = state.env, 0
-    noise = cfg.action_noise_std * jax.random.normal(jax.random.PRNGKey(1), (cfg.horizon, cfg.num_envs, task.action_size))
     from bcg_train.learn.networks import policy_action
 
     for t in range(cfg.horizon):

@@ -73,7 +73,7 @@ def main(run: Path, out: Path) -> None:
     term = pick("action_grad_top_env_terminated", slice(None)) > 0
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.scatter(norm[~term], share[~term], s=10, label="largest environment not terminated in the window")
-    ax.scatter(norm[term], share[term], s=10, marker="x", label="largest environment terminated (fell)")
+    ax.scatter(norm[term], share[term], s=10, marker="x", label="largest environment terminated in the window")
     ax.axvline(np.quantile(norm, 0.9), color="k", lw=0.8, ls="--", label="top 10 % (outliers)")
     ax.axhline(1 / 8, color="grey", lw=0.8, ls=":", label="1/K (even spread, K = 8)")
     ax.set(xscale="log", xlabel="actor gradient norm before clipping", ylabel="largest environment's share of |dL/da|^2",
