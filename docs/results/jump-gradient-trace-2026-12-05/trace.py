@@ -59,6 +59,9 @@ def main(run: Path, out: Path) -> None:
     summary["bundles"] = verdict(r["outliers"], r["rest"], 2.0)
     summary["spearman_action_vs_actor_norm"] = float(spearmanr(norm, pick("action_grad_norm", slice(None))).statistic)
     summary["p90_over_median"] = float(np.quantile(norm, 0.9) / np.median(norm))
+    share_all = pick("action_grad_top_env_share", slice(None))
+    summary["top_env_share_quartiles"] = [float(q) for q in np.quantile(share_all, [0.25, 0.5, 0.75])]
+    summary["top_env_share_above_half"] = float(np.mean(share_all > 0.5))
     (out / "trace.json").write_text(json.dumps(summary, indent=2) + "\n")
 
     print(f"{summary['iterations']} iterations ({summary['non_finite']} non-finite), {summary['outliers']} outliers "
@@ -68,6 +71,9 @@ def main(run: Path, out: Path) -> None:
         print(f"{name:34s} {v['outliers']:9.3f} {v['rest']:9.3f}")
     print(f"one environment: {summary['one_environment']}; falls: {summary['falls']}; bundles: {summary['bundles']}; "
           f"Spearman(action, actor norm) {summary['spearman_action_vs_actor_norm']:.2f}")
+    q = summary["top_env_share_quartiles"]
+    print(f"largest environment's share, every iteration: quartiles {q[0]:.2f} / {q[1]:.2f} / {q[2]:.2f}; "
+          f"above 0.5 in {100 * summary['top_env_share_above_half']:.0f} % of the iterations")
 
     share = pick("action_grad_top_env_share", slice(None))
     term = pick("action_grad_top_env_terminated", slice(None)) > 0
