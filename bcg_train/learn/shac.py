@@ -23,7 +23,11 @@ terminates them in the step they appear and cuts their gradient
 The environment state carried to the next iteration is cut from the graph
 (``stop_gradient``): gradients never cross a window boundary. With
 ``state_grad_clip > 0`` the gradient through the state is also capped per environment
-at every step (:func:`clip_state_gradient`).
+at every step (:func:`clip_state_gradient`). With ``env_gradient_cap > 0`` the actor
+gradient is chained from the window's action gradient with each environment's share
+capped (:func:`cap_environment_gradients`, :func:`actor_gradient_from_actions`); how that
+gradient spreads over the environments is in the metrics either way
+(:func:`action_gradient_spread`).
 
 A task is anything with ``obs_size``, ``action_size``, ``reset(rng, num_envs)``,
 ``observe(state)`` and ``step(state, action) -> (state, StepOutput)`` (see
