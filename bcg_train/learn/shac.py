@@ -118,6 +118,11 @@ def skip_if_not_finite(updated: Any, current: Any, gradient_norm: jax.Array) -> 
     return jax.tree_util.tree_map(lambda new, old: jnp.where(skip, old, new), updated, current), skip
 
 
+def environment_sq_norms(action_gradient: jax.Array) -> jax.Array:
+    """(K,) squared norm of each environment's window (its T x A block) of ``action_gradient`` (T, K, A)."""
+    return jnp.sum(action_gradient**2, axis=(0, 2))
+
+
 def action_gradient_spread(
     action_gradient: jax.Array, done: jax.Array, terminated: jax.Array, bundled: jax.Array | None = None
 ) -> dict[str, jax.Array]:
@@ -135,7 +140,7 @@ def action_gradient_spread(
     * ``action_grad_top_env_bundled``: the fraction of its steps that were bundled (tasks
       with a per-environment ``bundled`` metric, T x K).
     """
-    per_env = jnp.sum(action_gradient**2, axis=(0, 2))
+    per_env = environment_sq_norms(action_gradient)
     total = jnp.sum(per_env)
     top = jnp.argmax(per_env)
     out = {
@@ -154,7 +159,7 @@ def cap_environment_gradients(action_gradient: jax.Array, cap: float) -> jax.Arr
     to norm <= ``cap`` x the median of the K window norms: no environment's window weighs
     more than ``cap`` typical ones in the actor gradient. The median is computed over the
     finite norms; a non-finite window stays non-finite (the update is then skipped, counted)."""
-    norms = jnp.sqrt(jnp.sum(action_gradient**2, axis=(0, 2)))
+    norms = jnp.sqrt(environment_sq_norms(action_gradient))
     limit = cap * jnp.nanmedian(jnp.where(jnp.isfinite(norms), norms, jnp.nan))
     scale = jnp.where(norms > limit, limit / jnp.maximum(norms, 1e-30), 1.0)
     return action_gradient * scale[None, :, None].astype(action_gradient.dtype)

@@ -174,9 +174,17 @@ def test_the_environment_gradient_cap_reweights_the_update():
     state = SHAC(PointMassTask(), TINY).init(0)
     _, plain = jax.jit(SHAC(PointMassTask(), TINY).iteration)(state)
     capped_shac = SHAC(PointMassTask(), dataclasses.replace(TINY, env_gradient_cap=1.0))
-    _, capped = jax.jit(capped_shac.iteration)(state)
-    # the spread metrics describe the uncapped dL/da, the same in both; the capped actor gradient is smaller
+    _, capped = jax.jit(capped_shac.iteration)(capped_shac.init(0))
+    # the spread metrics describe the uncapped dL/da, the same in both
     assert float(capped["action_grad_top_env_share"]) == pytest.approx(float(plain["action_grad_top_env_share"]), rel=1e-5)
+    # the update is the policy-chained capped dL/da of the iteration's own window: smaller than the plain one
+    _, k_noise, _ = jax.random.split(state.rng, 3)
+    (_, (_, records, _)), action_grads = jax.value_and_grad(capped_shac._rollout, argnums=2, has_aux=True)(
+        state.actor, state, capped_shac.exploration_noise(k_noise))
+    expected = actor_gradient_from_actions(state.actor, state.obs_stats, records[0][0], cap_environment_gradients(action_grads, 1.0),
+                                           TINY.obs_clip, TINY.action_clip)
+    expected_norm = np.sqrt(sum(float(np.sum(x**2)) for x in _leaves(expected)))
+    assert float(capped["actor_grad_norm"]) == pytest.approx(expected_norm, rel=1e-4)
     assert 0 < float(capped["actor_grad_norm"]) < float(plain["actor_grad_norm"])
     with pytest.raises(ValueError, match="env_gradient_cap"):
         dataclasses.replace(TINY, env_gradient_cap=-1.0).validate()
