@@ -56,7 +56,7 @@ class SHACConfig:
     # cap on each environment's share of the actor gradient (0: off, the published SHAC): its
     # window's action gradient dL/da is scaled to at most this many times the median over the
     # environments' window norms in that iteration, before it is chained through the policy
-    # (bcg_train.learn.shac.cap_environment_gradients). On the jump one environment carried a
+    # (bcg_train.learn.action_gradients.cap_environment_gradients). On the jump one environment carried a
     # median 76 % of |dL/da|^2 (docs/results/jump-gradient-trace-2026-12-05/)
     env_gradient_cap: float = 0.0
     # iterations at the start that fit the critics (and the observation normalizer) while

@@ -16,6 +16,10 @@ One iteration (``jax.jit``-compiled, the rollout under ``jax.lax.scan``):
    ensemble; soft update of the target critics.
 4. The observation normalizer absorbs the window's observations.
 
+The critic's pure functions (its input, values, TD(lambda) targets, diagnostics) are in
+:mod:`bcg_train.learn.critic`; the action gradient's (its spread, the per-environment cap,
+the chain through the policy) in :mod:`bcg_train.learn.action_gradients`.
+
 Simulation failures (a blown-up or non-finite environment) are the task's to catch: it
 terminates them in the step they appear and cuts their gradient
 (:mod:`bcg_train.sim.failure`); their count per iteration is ``sim_failures``.
@@ -56,8 +60,10 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from bcg_train.learn.action_gradients import action_gradient_spread, actor_gradient_from_actions, cap_environment_gradients
 from bcg_train.learn.config import SHACConfig
-from bcg_train.learn.networks import RunningStats, init_mlp, mlp_apply, policy_action
+from bcg_train.learn.critic import critic_diagnostics, critic_input, ensemble_values, td_lambda_returns
+from bcg_train.learn.networks import RunningStats, init_mlp, policy_action
 from bcg_train.sim.failure import SIM_FAILURES
 from bcg_train.tasks.rewards import TERMINATION_METRIC_PREFIX
 
@@ -118,65 +124,6 @@ def skip_if_not_finite(updated: Any, current: Any, gradient_norm: jax.Array) -> 
     return jax.tree_util.tree_map(lambda new, old: jnp.where(skip, old, new), updated, current), skip
 
 
-def environment_sq_norms(action_gradient: jax.Array) -> jax.Array:
-    """(K,) squared norm of each environment's window (its T x A block) of ``action_gradient`` (T, K, A)."""
-    return jnp.sum(action_gradient**2, axis=(0, 2))
-
-
-def action_gradient_spread(
-    action_gradient: jax.Array, done: jax.Array, terminated: jax.Array, bundled: jax.Array | None = None
-) -> dict[str, jax.Array]:
-    """How the window's action gradient ``dL/da`` (T, K, A; the gradient of the actor loss
-    with respect to every action taken, which the actor gradient chains through the policy)
-    spreads over the K environments:
-
-    * ``action_grad_norm``: its norm;
-    * ``action_grad_top_env_share``: the share of its squared norm that the largest
-      environment carries (1/K spread evenly, 1 all in one environment);
-    * ``action_grad_top_env_ended``: 1 if that environment's episode ended in the window
-      (``done``, T x K: a termination, a truncation or a simulation failure);
-    * ``action_grad_top_env_terminated``: 1 if it ended by a termination (``terminated``:
-      a fall, a lost reference or a simulation failure, not the time limit);
-    * ``action_grad_top_env_bundled``: the fraction of its steps that were bundled (tasks
-      with a per-environment ``bundled`` metric, T x K).
-    """
-    per_env = environment_sq_norms(action_gradient)
-    total = jnp.sum(per_env)
-    top = jnp.argmax(per_env)
-    out = {
-        "action_grad_norm": jnp.sqrt(total),
-        "action_grad_top_env_share": jnp.where(total > 0, per_env[top] / total, 0.0),
-        "action_grad_top_env_ended": jnp.any(done[:, top]).astype(jnp.float32),
-        "action_grad_top_env_terminated": jnp.any(terminated[:, top]).astype(jnp.float32),
-    }
-    if bundled is not None:
-        out["action_grad_top_env_bundled"] = jnp.mean(bundled[:, top])
-    return out
-
-
-def cap_environment_gradients(action_gradient: jax.Array, cap: float) -> jax.Array:
-    """``action_gradient`` (T, K, A) with each environment's window (its T x A block) scaled
-    to norm <= ``cap`` x the median of the K window norms: no environment's window weighs
-    more than ``cap`` typical ones in the actor gradient. The median is computed over the
-    finite norms; a non-finite window stays non-finite (the update is then skipped, counted)."""
-    norms = jnp.sqrt(environment_sq_norms(action_gradient))
-    limit = cap * jnp.nanmedian(jnp.where(jnp.isfinite(norms), norms, jnp.nan))
-    scale = jnp.where(norms > limit, limit / jnp.maximum(norms, 1e-30), 1.0)
-    return action_gradient * scale[None, :, None].astype(action_gradient.dtype)
-
-
-def actor_gradient_from_actions(actor: Params, stats: RunningStats, obs: jax.Array, action_gradient: jax.Array,
-                                obs_clip: float, action_clip: float) -> Params:
-    """The actor gradient chained from the action gradient: ``sum_t,k (d pi(o_tk) / d theta)^T
-    dL/da_tk`` over the window's observations ``obs`` (T, K, O) held fixed. Every path from the
-    actor to the loss goes through an action, so with the window's own dL/da this is the
-    actor gradient itself (a test checks it); with a reweighted one it is the gradient of
-    the reweighted loss."""
-    obs = jax.lax.stop_gradient(obs)
-    _, vjp = jax.vjp(lambda p: policy_action(p, stats, obs, obs_clip, action_clip), actor)
-    return vjp(action_gradient.astype(obs.dtype))[0]
-
-
 # metrics summed over an iteration's steps and environments (counts), not averaged: these
 # names and every name with one of these prefixes
 COUNTED_METRICS = (SIM_FAILURES,)
@@ -195,57 +142,6 @@ def mirror_loss(actor: Params, stats: RunningStats, obs: jax.Array, mirror_obser
     obs = jax.lax.stop_gradient(obs)
     act = lambda o: policy_action(actor, stats, o, obs_clip, action_clip)
     return jnp.mean((act(mirror_observation(obs)) - mirror_action(act(obs))) ** 2)
-
-
-def critic_input(stats: RunningStats, obs: jax.Array, privileged: jax.Array, obs_clip: float) -> jax.Array:
-    """What the critics see: the actor's normalized observation, then the task's privileged
-    inputs as they come (scaled to order one by the task; width 0 for a task without)."""
-    return jnp.concatenate([stats.normalize(obs, obs_clip), privileged.astype(obs.dtype)], axis=-1)
-
-
-def ensemble_values(critics: Params, obs: jax.Array) -> jax.Array:
-    """Values of every critic of the ensemble, shape (num_critics, ...)."""
-    return jax.vmap(lambda p: mlp_apply(p, obs)[..., 0])(critics)
-
-
-def explained_variance(predicted: jax.Array, target: jax.Array) -> jax.Array:
-    """``1 - Var(target - predicted) / Var(target)``: 1 for a perfect value estimate, 0 for
-    one no better than the targets' mean, negative for worse (NaN if the targets are constant)."""
-    return 1.0 - jnp.var(target - predicted) / jnp.var(target)
-
-
-def critic_diagnostics(critics: Params, normalized_obs: jax.Array, targets: jax.Array) -> dict[str, jax.Array]:
-    """How well ``critics`` (before they fit this window) predict the window's TD targets:
-    the ensemble's mean squared error (``critic_loss_fresh``, the error on data they have not
-    seen, unlike ``critic_loss`` after fitting), the explained variance of their mean
-    (``critic_explained_variance``) and the targets' mean (``value_target_mean``, the
-    value scale)."""
-    values = ensemble_values(critics, normalized_obs)
-    return {
-        "critic_loss_fresh": jnp.mean((values - targets[None]) ** 2),
-        "critic_explained_variance": explained_variance(jnp.mean(values, axis=0), targets),
-        "value_target_mean": jnp.mean(targets),
-    }
-
-
-def td_lambda_returns(
-    rewards: jax.Array, next_values: jax.Array, continues: jax.Array, gamma: float, lam: float
-) -> jax.Array:
-    """TD(lambda) returns over a window, all arrays (T, K).
-
-    ``next_values[t]``: value of the state after step t (0 after a termination, the
-    pre-reset value after a truncation); ``continues[t]``: 0 where the episode ended
-    at step t, so the lambda-return does not reach into the next episode.
-    ``G_t = r_t + gamma ((1 - lam c_t) V_{t+1} + lam c_t G_{t+1})``, ``G_T = V_T``.
-    """
-
-    def back(g_next, x):
-        r, v, c = x
-        g = r + gamma * ((1.0 - lam * c) * v + lam * c * g_next)
-        return g, g
-
-    _, returns = jax.lax.scan(back, next_values[-1], (rewards, next_values, continues), reverse=True)
-    return returns
 
 
 # -- training state ----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""SHAC learner: TD(lambda), one iteration lowers the actor loss, checkpoints, resume, determinism,
+"""SHAC learner: one iteration lowers the actor loss, checkpoints, resume, determinism,
 data parallelism over two forced host devices, a non-finite actor gradient. Runs on the
 pure-JAX point mass (fast); a G1 iteration is traced in test_imitation_task.py, and SHAC+BCG
 learns on the hopper in test_learning_regression.py."""
@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bcg_train.learn.action_gradients import actor_gradient_from_actions, cap_environment_gradients
 from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, plain_config_hash
-from bcg_train.learn.shac import (SHAC, action_gradient_spread, actor_gradient_from_actions, cap_environment_gradients,
-                                  critic_diagnostics, explained_variance, is_counted, td_lambda_returns)
+from bcg_train.learn.shac import SHAC, is_counted
 from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
 from bcg_train.tasks.point_mass import PointMassTask
 
@@ -37,42 +37,6 @@ def _cfg(tmp_path: Path, name: str, checkpoint_every: int = 1, **shac) -> TrainC
 
 def _leaves(tree):
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
-
-
-def test_td_lambda_returns_limits():
-    r = jnp.array([[1.0], [2.0], [3.0]])
-    v = jnp.array([[10.0], [20.0], [30.0]])  # value of the state after each step
-    c = jnp.ones((3, 1))
-    g = 0.9
-    # lambda 0: one-step TD targets
-    np.testing.assert_allclose(td_lambda_returns(r, v, c, g, 0.0), r + g * v, rtol=1e-6)
-    # lambda 1: discounted return bootstrapped with the last value
-    mc = np.array([1 + g * 2 + g**2 * 3 + g**3 * 30, 2 + g * 3 + g**2 * 30, 3 + g * 30])
-    np.testing.assert_allclose(td_lambda_returns(r, v, c, g, 1.0)[:, 0], mc, rtol=1e-6)
-    # an episode end at step 0 stops the return there (its next value is given explicitly)
-    c0 = jnp.array([[0.0], [1.0], [1.0]])
-    np.testing.assert_allclose(td_lambda_returns(r, v, c0, g, 1.0)[0, 0], 1 + g * 10, rtol=1e-6)
-
-
-def test_explained_variance_limits():
-    target = jnp.array([1.0, 4.0, 2.0, 7.0])
-    assert float(explained_variance(target, target)) == pytest.approx(1.0)
-    assert float(explained_variance(jnp.full(4, 3.0), target)) == pytest.approx(0.0, abs=1e-6)  # any constant
-    assert float(explained_variance(-target, target)) == pytest.approx(-3.0)  # residual 2*target: 1 - 4
-
-
-def test_critic_diagnostics_score_the_critics_before_they_fit():
-    shac = SHAC(PointMassTask(), TINY)
-    critics = shac.init(0).critics
-    # every critic of the ensemble outputs the constant 5: zero last-layer weights, bias 5
-    *hidden, last = critics
-    critics = [*hidden, {"w": jnp.zeros_like(last["w"]), "b": jnp.full_like(last["b"], 5.0)}]
-    x = jax.random.normal(jax.random.PRNGKey(1), (6, PointMassTask().obs_size))
-    y = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0, 9.0])
-    d = critic_diagnostics(critics, x, y)
-    assert float(d["critic_loss_fresh"]) == pytest.approx(float(jnp.mean((5.0 - y) ** 2)))
-    assert float(d["critic_explained_variance"]) == pytest.approx(0.0, abs=1e-6)
-    assert float(d["value_target_mean"]) == pytest.approx(4.0)
 
 
 def test_failures_and_termination_reasons_are_counted_the_rest_averaged():
@@ -107,30 +71,6 @@ def test_one_iteration_is_finite_and_lowers_the_actor_loss():
     assert int(new.iteration) == 1 and float(new.obs_stats.count) > float(state.obs_stats.count)
 
 
-def test_action_gradient_spread_names_the_environment_that_carries_the_gradient():
-    t, k, a = 4, 3, 2
-    even = jnp.ones((t, k, a))
-    done = jnp.zeros((t, k), bool).at[2, 1].set(True).at[1, 2].set(True)
-    terminated = jnp.zeros((t, k), bool).at[2, 1].set(True)  # environment 2 only reached the time limit
-    bundled = jnp.zeros((t, k)).at[:3, 1].set(1.0)
-    spread = action_gradient_spread(even, done, terminated, bundled)
-    assert float(spread["action_grad_norm"]) == pytest.approx(np.sqrt(t * k * a))
-    assert float(spread["action_grad_top_env_share"]) == pytest.approx(1 / k)
-    # environment 1 carries 9x the others' squared norm: share 9 / 11, and it is the one that
-    # ended its episode by a termination and bundled 3 of its 4 steps
-    one = even.at[:, 1].multiply(3.0)
-    spread = action_gradient_spread(one, done, terminated, bundled)
-    assert float(spread["action_grad_top_env_share"]) == pytest.approx(9 / 11)
-    assert float(spread["action_grad_top_env_ended"]) == 1.0 and float(spread["action_grad_top_env_terminated"]) == 1.0
-    assert float(spread["action_grad_top_env_bundled"]) == 0.75
-    spread = action_gradient_spread(even.at[:, 2].multiply(3.0), done, terminated)  # truncated only; no bundle metric
-    assert float(spread["action_grad_top_env_ended"]) == 1.0 and float(spread["action_grad_top_env_terminated"]) == 0.0
-    assert "action_grad_top_env_bundled" not in spread
-    spread = action_gradient_spread(even.at[:, 0].multiply(3.0), done, terminated)  # the largest did not end
-    assert float(spread["action_grad_top_env_ended"]) == 0.0 and float(spread["action_grad_top_env_terminated"]) == 0.0
-    assert float(action_gradient_spread(jnp.zeros((t, k, a)), done, terminated)["action_grad_top_env_share"]) == 0.0
-
-
 def test_the_iteration_reports_the_spread_of_its_own_action_gradient():
     """The iteration's spread metrics are those of dL/da of its own window: the gradient of
     the actor loss with respect to the exploration noise it drew (same key)."""
@@ -156,18 +96,6 @@ def test_the_actor_gradient_is_the_policy_chained_action_gradient():
     chained = actor_gradient_from_actions(state.actor, state.obs_stats, records[0][0], action_grads, TINY.obs_clip, TINY.action_clip)
     for a, b in zip(_leaves(direct), _leaves(chained)):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-7)
-
-
-def test_environment_gradient_cap_scales_the_largest_windows_to_the_cap():
-    t, k, a = 3, 4, 2
-    g = jnp.ones((t, k, a)).at[:, 1].multiply(10.0).at[:, 3].multiply(2.0)  # window norms 1, 10, 1, 2 (x sqrt 6)
-    capped = np.asarray(cap_environment_gradients(g, 1.0))
-    norms = np.sqrt((capped**2).sum(axis=(0, 2))) / np.sqrt(t * a)
-    np.testing.assert_allclose(norms, [1.0, 1.5, 1.0, 1.5], rtol=1e-6)  # the median of 1, 10, 1, 2 is 1.5
-    np.testing.assert_allclose(capped[:, 1] / np.asarray(g)[:, 1], 0.15, rtol=1e-6)  # direction kept
-    np.testing.assert_array_equal(np.asarray(cap_environment_gradients(g, 100.0)), np.asarray(g))  # a loose cap: unchanged
-    broken = np.asarray(cap_environment_gradients(g.at[0, 2, 0].set(jnp.nan), 1.0))
-    assert np.isnan(broken[:, 2]).any() and np.isfinite(broken[:, [0, 1, 3]]).all()  # the median of the finite windows
 
 
 def test_the_environment_gradient_cap_reweights_the_update():

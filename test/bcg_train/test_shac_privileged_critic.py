@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from bcg_train.learn.config import SHACConfig, TrainConfig
-from bcg_train.learn.shac import SHAC, critic_input, ensemble_values
+from bcg_train.learn.critic import critic_input, ensemble_values
+from bcg_train.learn.shac import SHAC
 from bcg_train.learn.train import CheckpointError, train
 from bcg_train.tasks.config import ImitationConfig
 from bcg_train.tasks.point_mass import PointMassTask
