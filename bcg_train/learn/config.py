@@ -143,6 +143,54 @@ def read_train_mapping(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[s
     return deep_merge(read_train_mapping(base, _seen + (path.resolve(),)), data)
 
 
+def _leaf_settings(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"shac.horizon": 32, ...}``: the mapping's leaves under dotted keys (a list is a leaf)."""
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            out.update(_leaf_settings(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _is_task_config(path: Path) -> bool:
+    """A task config shipped in the package's ``config/train/`` (in the repository or installed)."""
+    return path.parent.parts[-2:] == ("config", "train")
+
+
+def experiment_settings(path: str | Path) -> dict[str, tuple[Any, Path]]:
+    """The leaf settings that the files of ``path``'s ``extends`` chain outside the package's
+    task configs make (an experiment's own choices), each with the file that makes it last."""
+    chain: list[Path] = []
+    current = Path(path).resolve()
+    while not _is_task_config(current) and current not in chain:
+        chain.append(current)
+        parent = read_yaml_mapping(current).get(EXTENDS_KEY)
+        if not isinstance(parent, str):
+            break
+        current = (current.parent / parent).resolve()
+    settings: dict[str, tuple[Any, Path]] = {}
+    for file in reversed(chain):
+        data = {k: v for k, v in read_yaml_mapping(file).items() if k != EXTENDS_KEY}
+        settings.update({key: (value, file) for key, value in _leaf_settings(data).items()})
+    return settings
+
+
+def check_preset_keeps_the_experiment(path: str | Path, preset: str, preset_data: dict[str, Any],
+                                      overrides: dict[str, Any] | None) -> None:
+    """A preset is merged over the config, so a setting of an experiment's own file that the
+    preset also sets would be silently replaced: refuse that (one line naming the file, the key
+    and both values). Equal values pass, and so do keys the command line sets anyway."""
+    overridden = _leaf_settings(overrides or {})
+    explicit = experiment_settings(path)
+    for key, preset_value in _leaf_settings(preset_data).items():
+        if key in explicit and key not in overridden and explicit[key][0] != preset_value:
+            value, file = explicit[key]
+            raise ConfigError(file, f"sets {key}: {value}, but preset '{preset}' sets {preset_value} and is merged over "
+                                    f"the config, so {value} would not be used: remove the key here or the preset")
+
+
 def load_train_config(path: str | Path, preset: str | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
     return train_config_from_mapping(read_train_mapping(path), path, preset, overrides)
 
@@ -156,7 +204,9 @@ def train_config_from_mapping(
         preset_path = TRAIN_CONFIG_DIR / "presets" / f"{preset}.yaml"
         if not preset_path.is_file():
             raise ConfigError(preset_path, f"unknown preset '{preset}' (known: {', '.join(PRESETS)})")
-        data = deep_merge(data, read_yaml_mapping(preset_path))
+        preset_data = read_yaml_mapping(preset_path)
+        check_preset_keeps_the_experiment(path, preset, preset_data, overrides)
+        data = deep_merge(data, preset_data)
         source = f"{path} + preset {preset}"
     if overrides:
         data = deep_merge(data, overrides)

@@ -1,0 +1,65 @@
+"""A preset is merged over the config: an experiment file's own setting that the preset would
+silently replace is refused, in one line naming the file, the key and both values."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bcg_robot.errors import ConfigError
+from bcg_robot.paths import share_file
+from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, experiment_settings, load_train_config
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _experiment(tmp_path: Path, body: str, name: str = "exp.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(f"extends: {share_file('config/train/jump.yaml')}\n{body}")
+    return path
+
+
+def test_a_preset_that_would_replace_an_experiment_setting_is_refused(tmp_path):
+    exp = _experiment(tmp_path, "shac:\n  horizon: 64\n")
+    assert load_train_config(exp).shac.horizon == 64  # without a preset the file's value is used
+    with pytest.raises(ConfigError, match=r"exp\.yaml: sets shac\.horizon: 64, but preset 'cpu-small' sets 32"):
+        load_train_config(exp, "cpu-small")
+    # the setting may come from further up the experiment's chain: the error names that file
+    child = tmp_path / "child.yaml"
+    child.write_text("extends: exp.yaml\nseed: 3\n")
+    with pytest.raises(ConfigError, match=r"exp\.yaml: sets shac\.horizon"):
+        load_train_config(child, "cpu-small")
+    assert experiment_settings(child) == {"shac.horizon": (64, exp.resolve()), "seed": (3, child.resolve())}
+
+
+def test_equal_values_and_keys_the_command_line_sets_pass(tmp_path):
+    same = _experiment(tmp_path, "shac:\n  horizon: 32\n  env_gradient_cap: 1.0\n", "same.yaml")
+    cfg = load_train_config(same, "cpu-small")
+    assert cfg.shac.horizon == 32 and cfg.shac.env_gradient_cap == 1.0  # a key the preset does not set is kept
+    longer = _experiment(tmp_path, "shac:\n  iterations: 600\n", "longer.yaml")
+    with pytest.raises(ConfigError, match="shac.iterations: 600"):
+        load_train_config(longer, "cpu-small")
+    assert load_train_config(longer, "cpu-small", {"shac": {"iterations": 900}}).shac.iterations == 900
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_package_task_configs_are_what_presets_are_merged_over(preset):
+    for task in sorted(TRAIN_CONFIG_DIR.glob("*.yaml")):
+        assert experiment_settings(task) == {}
+        load_train_config(task, preset)
+
+
+def test_bcg_train_refuses_the_conflict_in_one_line_before_jax(tmp_path):
+    exp = _experiment(tmp_path, "shac:\n  horizon: 64\n")
+    args = ["--task", "jump", "--config", str(exp), "--preset", "cpu-small", "--run-dir", str(tmp_path / "run")]
+    code = (
+        "import sys\nfrom bcg_train.cli.train import main\n"
+        f"try:\n    main({args!r})\n"
+        "except SystemExit as e:\n    print(e.code, 'jax' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["2", "False"], proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "exp.yaml: sets shac.horizon: 64, but preset 'cpu-small' sets 32" in lines[0], proc.stderr
+    assert not (tmp_path / "run").exists()
