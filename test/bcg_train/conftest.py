@@ -9,10 +9,34 @@ cache is untouched) frees those executables and their maps.
 
 import ctypes
 import gc
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
 import pytest
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bcg_train_exit():
+    """Runs ``bcg-train`` with the given arguments in a fresh interpreter and returns
+    ``(exit code, whether JAX was imported, stderr)``: bad input must stop it before JAX."""
+
+    def run(args: list[str]) -> tuple[int | str, bool, str]:
+        code = (
+            "import sys\nfrom bcg_train.cli.train import main\n"
+            f"try:\n    main({args!r})\n"
+            "except SystemExit as e:\n    print(e.code, 'jax' in sys.modules)\n"
+        )
+        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+        words = proc.stdout.split()
+        assert len(words) == 2, proc.stdout + proc.stderr
+        return int(words[0]) if words[0].isdigit() else words[0], words[1] == "True", proc.stderr
+
+    return run
 
 
 def memory_maps() -> int:

@@ -2,7 +2,6 @@
 no training), and ``bcg-motion preview`` (frame strip PNG and GIF, rendered offscreen)."""
 
 import dataclasses
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +27,6 @@ from bcg_train.motion.preview import (
 from bcg_train.motion.reference import load_reference_motion
 
 ROBOT = load_robot_config()
-REPO = Path(__file__).resolve().parents[2]
 SQUAT = share_file("models/motions/squat.csv")
 
 
@@ -125,16 +123,11 @@ def test_train_cli_rejects_a_bad_clip_in_one_line(tmp_path, capsys, no_training,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_clip.csv"]  # nothing written
 
 
-def test_a_bad_clip_stops_bcg_train_before_jax_is_imported(tmp_path):
+def test_a_bad_clip_stops_bcg_train_before_jax_is_imported(tmp_path, bcg_train_exit):
     bad = _break(shallow_squat(tmp_path / "clip.csv", frames=20), 5, 10, "nan")
-    code = (
-        "import sys\nfrom bcg_train.cli.train import main\n"
-        f"try:\n    main(['--motion', {str(bad)!r}, '--run-dir', {str(tmp_path / 'run')!r}])\n"
-        "except SystemExit as e:\n    print(e.code, 'jax' in sys.modules)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert proc.stdout.split() == ["2", "False"], proc.stderr
-    assert "non-finite value nan" in proc.stderr.strip().splitlines()[-1]
+    code, jax_imported, stderr = bcg_train_exit(["--motion", str(bad), "--run-dir", str(tmp_path / "run")])
+    assert (code, jax_imported) == (2, False), stderr
+    assert "non-finite value nan" in stderr.strip().splitlines()[-1]
     assert not (tmp_path / "run").exists()
 
 

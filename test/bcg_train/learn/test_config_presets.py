@@ -1,8 +1,6 @@
 """A preset is merged over the config: an experiment file's own setting that the preset would
 silently replace is refused, in one line naming the file, the key and both values."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,8 +8,6 @@ import pytest
 from bcg_robot.errors import ConfigError
 from bcg_robot.paths import share_file
 from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, experiment_settings, load_train_config
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _experiment(tmp_path: Path, body: str, name: str = "exp.yaml") -> Path:
@@ -50,16 +46,11 @@ def test_the_package_task_configs_are_what_presets_are_merged_over(preset):
         load_train_config(task, preset)
 
 
-def test_bcg_train_refuses_the_conflict_in_one_line_before_jax(tmp_path):
+def test_bcg_train_refuses_the_conflict_in_one_line_before_jax(tmp_path, bcg_train_exit):
     exp = _experiment(tmp_path, "shac:\n  horizon: 64\n")
-    args = ["--task", "jump", "--config", str(exp), "--preset", "cpu-small", "--run-dir", str(tmp_path / "run")]
-    code = (
-        "import sys\nfrom bcg_train.cli.train import main\n"
-        f"try:\n    main({args!r})\n"
-        "except SystemExit as e:\n    print(e.code, 'jax' in sys.modules)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.stdout.split() == ["2", "False"], proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "exp.yaml: sets shac.horizon: 64, but preset 'cpu-small' sets 32" in lines[0], proc.stderr
+    code, jax_imported, stderr = bcg_train_exit(["--task", "jump", "--config", str(exp), "--preset", "cpu-small",
+                                                 "--run-dir", str(tmp_path / "run")])
+    assert (code, jax_imported) == (2, False), stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "exp.yaml: sets shac.horizon: 64, but preset 'cpu-small' sets 32" in lines[0], stderr
     assert not (tmp_path / "run").exists()
