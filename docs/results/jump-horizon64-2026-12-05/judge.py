@@ -1,0 +1,43 @@
+"""The protocol's secondary rule for the 64-step runs, against the uncapped 32-step runs at matched env steps.
+
+    PYTHONPATH=. .venv/bin/python docs/results/jump-horizon64-2026-12-05/judge.py
+"""
+
+import csv
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+UNCAPPED = json.loads((HERE.parent / "jump-env-cap-seeds-2026-12-05" / "summary.json").read_text())["runs"]
+
+
+def point(falls: list[int], flights: list[float]) -> tuple[int, float]:
+    return sum(falls), sum(flights) / len(flights)
+
+
+def dominates(a: tuple[int, float], b: tuple[int, float]) -> bool:
+    """a has no more falls and no less flight than b (and is not b)."""
+    return a[0] <= b[0] and a[1] >= b[1] and a != b
+
+
+def main() -> None:
+    controls = {name: point([r["falls"][k] for k in ("50", "100")], [r["flight_s"][k] for k in ("50", "100")])
+                for name, r in UNCAPPED.items() if r["arm"] == "uncapped"}
+    out = {"controls": controls, "runs": {}}
+    for table in sorted(HERE.glob("seed*/select/checkpoints.csv")):
+        rows = {int(r["iteration"]): r for r in csv.DictReader(table.open())}
+        p = point([int(rows[i]["falls"]) for i in (25, 50)], [float(rows[i]["flight_s"]) for i in (25, 50)])
+        seed = table.parts[-3]
+        out["runs"][seed] = {
+            "point": p,
+            "dominated_by": [n for n, c in controls.items() if dominates(c, p)],
+            "dominates": [n for n, c in controls.items() if dominates(p, c)],
+            "checkpoints": {i: {k: rows[i][k] for k in ("falls", "e_track_cm", "flight_s")} for i in sorted(rows)},
+            "primary_met": any(float(r["flight_s"]) >= 0.15 and int(r["falls"]) <= 3 for r in rows.values()),
+        }
+    (HERE / "judged.json").write_text(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
