@@ -128,19 +128,28 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 EXTENDS_KEY = "extends"
 
 
-def read_train_mapping(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """The file's mapping with its ``extends`` chain resolved (nested keys merge, lists replace)."""
+def extends_chain(path: str | Path, _seen: tuple[Path, ...] = ()) -> list[tuple[Path, dict[str, Any]]]:
+    """The files of ``path``'s ``extends`` chain, the root first and ``path`` last, each with
+    its own mapping (without the ``extends`` key)."""
     path = Path(path)
     data = read_yaml_mapping(path)
     parent = data.pop(EXTENDS_KEY, None)
     if parent is None:
-        return data
+        return [(path, data)]
     if not isinstance(parent, str):
         raise ConfigError(path, f"'{EXTENDS_KEY}' must be a file name, got {type(parent).__name__}")
     base = (path.parent / parent).resolve()
     if base in _seen or base == path.resolve():
         raise ConfigError(path, f"'{EXTENDS_KEY}: {parent}' forms a cycle")
-    return deep_merge(read_train_mapping(base, _seen + (path.resolve(),)), data)
+    return extends_chain(base, _seen + (path.resolve(),)) + [(path, data)]
+
+
+def read_train_mapping(path: str | Path) -> dict[str, Any]:
+    """The file's mapping with its ``extends`` chain resolved (nested keys merge, lists replace)."""
+    merged: dict[str, Any] = {}
+    for _, data in extends_chain(path):
+        merged = deep_merge(merged, data)
+    return merged
 
 
 def _leaf_settings(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -162,18 +171,11 @@ def _is_task_config(path: Path) -> bool:
 def experiment_settings(path: str | Path) -> dict[str, tuple[Any, Path]]:
     """The leaf settings that the files of ``path``'s ``extends`` chain outside the package's
     task configs make (an experiment's own choices), each with the file that makes it last."""
-    chain: list[Path] = []
-    current = Path(path).resolve()
-    while not _is_task_config(current) and current not in chain:
-        chain.append(current)
-        parent = read_yaml_mapping(current).get(EXTENDS_KEY)
-        if not isinstance(parent, str):
-            break
-        current = (current.parent / parent).resolve()
     settings: dict[str, tuple[Any, Path]] = {}
-    for file in reversed(chain):
-        data = {k: v for k, v in read_yaml_mapping(file).items() if k != EXTENDS_KEY}
-        settings.update({key: (value, file) for key, value in _leaf_settings(data).items()})
+    for file, data in extends_chain(path):
+        file = file.resolve()
+        if not _is_task_config(file):
+            settings.update({key: (value, file) for key, value in _leaf_settings(data).items()})
     return settings
 
 
