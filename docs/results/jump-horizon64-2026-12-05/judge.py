@@ -20,6 +20,18 @@ def dominates(a: tuple[int, float], b: tuple[int, float]) -> bool:
     return a[0] <= b[0] and a[1] >= b[1] and a != b
 
 
+def verdict(runs: dict) -> str:
+    """The secondary rule, once both seeds have run: moves the trade iff neither run is dominated and each
+    dominates an uncapped run; does not iff either is dominated; otherwise unclear."""
+    if any(r["dominated_by"] for r in runs.values()):
+        return "does not move the trade"
+    if len(runs) < 2:
+        return "waits for seed 2"
+    if all(r["dominates"] for r in runs.values()):
+        return "moves the trade"
+    return "unclear"
+
+
 def main() -> None:
     controls = {name: point([r["falls"][k] for k in ("50", "100")], [r["flight_s"][k] for k in ("50", "100")])
                 for name, r in UNCAPPED.items() if r["arm"] == "uncapped"}
@@ -35,6 +47,7 @@ def main() -> None:
             "checkpoints": {i: {k: rows[i][k] for k in ("falls", "e_track_cm", "flight_s")} for i in sorted(rows)},
             "primary_met": any(float(r["flight_s"]) >= 0.15 and int(r["falls"]) <= 3 for r in rows.values()),
         }
+    out["verdict"] = verdict(out["runs"])
     (HERE / "judged.json").write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
 
