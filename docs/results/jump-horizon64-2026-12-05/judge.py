@@ -32,6 +32,38 @@ def verdict(runs: dict) -> str:
     return "unclear"
 
 
+# Amendment 3: 32-step windows with the 300-iteration schedule, judged at iterations 50 and 100 (the same env steps).
+SCHEDULE_CONTROL = {"seed1": HERE / "void_seed1_horizon32_checkpoints.csv",
+                    "seed2": HERE / "schedule_control_seed2" / "select" / "checkpoints.csv"}
+
+
+def schedule_control(controls: dict, runs: dict) -> dict:
+    """Amendment 3's rule on the schedule control, and (without a rule) each 64-step run against its own seed's."""
+    out = {"runs": {}}
+    for seed, table in SCHEDULE_CONTROL.items():
+        if not table.exists():
+            continue
+        rows = {int(r["iteration"]): r for r in csv.DictReader(table.open())}
+        p = point([int(rows[i]["falls"]) for i in (50, 100)], [float(rows[i]["flight_s"]) for i in (50, 100)])
+        entry = {"point": p,
+                 "dominated_by": [n for n, c in controls.items() if dominates(c, p)],
+                 "dominates": [n for n, c in controls.items() if dominates(p, c)]}
+        if seed in runs:
+            h64 = tuple(runs[seed]["point"])
+            entry["horizon64_point"] = h64
+            entry["horizon64_dominates_it"] = dominates(h64, p)
+            entry["it_dominates_horizon64"] = dominates(p, h64)
+        out["runs"][seed] = entry
+    seed2 = out["runs"].get("seed2")
+    if seed2 is None:
+        out["verdict"] = "waits for the seed-2 control"
+    elif not seed2["dominated_by"] and seed2["dominates"]:
+        out["verdict"] = "the schedule explains it"
+    else:
+        out["verdict"] = "unclear"
+    return out
+
+
 def main() -> None:
     controls = {name: point([r["falls"][k] for k in ("50", "100")], [r["flight_s"][k] for k in ("50", "100")])
                 for name, r in UNCAPPED.items() if r["arm"] == "uncapped"}
@@ -48,6 +80,7 @@ def main() -> None:
             "primary_met": any(float(r["flight_s"]) >= 0.15 and int(r["falls"]) <= 3 for r in rows.values()),
         }
     out["verdict"] = verdict(out["runs"])
+    out["schedule_control"] = schedule_control(controls, out["runs"])
     (HERE / "judged.json").write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
 
