@@ -10,6 +10,10 @@ times it. Reported per row:
 * ``s_per_iteration``: median over ``--iterations`` (>= 5) iterations after the compile
   (``s_each_iteration`` and ``bundled_each_iteration`` list them all);
 * ``env_steps_per_s``: ``num_envs * horizon / s_per_iteration``;
+* ``s_per_iteration_mean`` and ``env_steps_per_s_mean``: the same from the mean of the timed
+  iterations, which is what a training run pays. A BCG iteration costs what its bundles
+  cost, and bundles come in bursts: in a 5-iteration run one iteration that bundled 14 % of
+  its steps took 2.8x the others, and the median did not see it (:func:`add_means`);
 * ``bundled_fraction``: environment steps inside a BCG bundle; ``overflow_fraction``:
   steps that needed a bundle but found all ``bundle_slots`` taken (they stepped plain);
 * ``s_rollout_backward`` and ``s_critic_update``: the split of an iteration; the critic
@@ -17,7 +21,7 @@ times it. Reported per row:
   the rest of the iteration (rollout, backward pass, actor step) is the difference.
 
 Ratios come from the same run: BCG over plain at each ``num_envs`` (and solver iteration
-count); with several ``--solver-iterations``, each row over the row of the first count.
+count), of the medians and of the means; with several ``--solver-iterations``, each row over the row of the first count.
 Output: a table on stdout and a JSON file ``{"rows": [...], "ratios": [...],
 "solver_ratios": [...], "settings": {...}}``.
 """
@@ -141,7 +145,7 @@ def run_worker(spec: BenchSpec) -> dict[str, Any]:
     s_iter = statistics.median(times)
     s_critic = statistics.median(critic_times)
     compile_s = first_s - s_iter  # the first call compiles, then runs one iteration
-    return {
+    row = {
         "task": spec.task,
         "num_envs": k,
         "estimator": spec.estimator,
@@ -165,6 +169,15 @@ def run_worker(spec: BenchSpec) -> dict[str, Any]:
         "s_each_iteration": [round(x, 4) for x in times],
         "bundled_each_iteration": [round(x, 4) for x in bundled],
     }
+    return add_means(row)
+
+
+def add_means(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with ``s_per_iteration_mean`` and ``env_steps_per_s_mean`` from its
+    ``s_each_iteration`` (rows written before these fields existed gain them the same way)."""
+    mean = statistics.fmean(row["s_each_iteration"])
+    return {**row, "s_per_iteration_mean": round(mean, 4),
+            "env_steps_per_s_mean": round(row["num_envs"] * row["horizon"] / mean, 1)}
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -181,6 +194,8 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             **({"force_threshold": bcg["force_threshold"]} if "force_threshold" in bcg else {}),
             **({"solver_iterations": bcg["solver_iterations"]} if "solver_iterations" in bcg else {}),
             "bcg_over_plain_s_per_iteration": round(bcg["s_per_iteration"] / base["s_per_iteration"], 2),
+            **({"bcg_over_plain_s_per_iteration_mean": round(bcg["s_per_iteration_mean"] / base["s_per_iteration_mean"], 2)}
+               if "s_per_iteration_mean" in bcg and "s_per_iteration_mean" in base else {}),
             "bcg_over_plain_compile_s": round(bcg["compile_s"] / base["compile_s"], 2),
             "bcg_over_plain_peak_rss_gb": round(bcg["peak_rss_gb"] / base["peak_rss_gb"], 2),
         })
@@ -210,19 +225,21 @@ def solver_ratios(rows: list[dict[str, Any]], counts: list[int] | None) -> list[
 
 
 def format_table(rows: list[dict[str, Any]], ratio_rows: list[dict[str, Any]], solver_rows: list[dict[str, Any]] = ()) -> str:
-    head = (f"{'task':<10} {'envs':>5} {'estimator':<9} {'solver':>6} {'compile s':>9} {'peak GB':>8} {'s/iter':>8} {'steps/s':>8} {'bundled':>8} "
+    head = (f"{'task':<10} {'envs':>5} {'estimator':<9} {'solver':>6} {'compile s':>9} {'peak GB':>8} {'s/iter':>8} {'mean s/it':>9} {'steps/s':>8} {'bundled':>8} "
             f"{'overflow':>8} {'rollout+bwd s':>13} {'critic s':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
             f"{r['task']:<10} {r['num_envs']:>5} {r['estimator']:<9} {r.get('solver_iterations', '-'):>6} {r['compile_s']:>9.1f} {r['peak_rss_gb']:>8.2f} "
-            f"{r['s_per_iteration']:>8.3f} {r['env_steps_per_s']:>8.1f} {r['bundled_fraction']:>8.3f} {r.get('overflow_fraction', 0.0):>8.3f} "
+            f"{r['s_per_iteration']:>8.3f} {r.get('s_per_iteration_mean', float('nan')):>9.3f} {r['env_steps_per_s']:>8.1f} {r['bundled_fraction']:>8.3f} {r.get('overflow_fraction', 0.0):>8.3f} "
             f"{r['s_rollout_backward']:>13.3f} {r['s_critic_update']:>9.3f}"
         )
     for q in ratio_rows:
         tau = f" (tau {q['force_threshold']:g} N)" if q.get("force_threshold") is not None else ""
         tau += f" ({q['solver_iterations']} solver iterations)" if q.get("solver_iterations") is not None else ""
-        lines.append(f"{q['task']} x{q['num_envs']}{tau}: BCG / plain = {q['bcg_over_plain_s_per_iteration']:.2f}x per iteration, "
+        mean = (f" (median; {q['bcg_over_plain_s_per_iteration_mean']:.2f}x by the mean)"
+                if "bcg_over_plain_s_per_iteration_mean" in q else "")
+        lines.append(f"{q['task']} x{q['num_envs']}{tau}: BCG / plain = {q['bcg_over_plain_s_per_iteration']:.2f}x per iteration{mean}, "
                      f"{q['bcg_over_plain_compile_s']:.2f}x compile, {q['bcg_over_plain_peak_rss_gb']:.2f}x peak memory")
     for q in solver_rows:
         lines.append(f"{q['task']} x{q['num_envs']} {q['estimator']}: {q['solver_iterations']} / {q['over_solver_iterations']} solver iterations = "

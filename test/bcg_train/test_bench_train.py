@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bcg_train.cli.bench_train import ROW_KEYS, format_table, main, ratios, solver_ratios
+from bcg_train.cli.bench_train import ROW_KEYS, add_means, format_table, main, ratios, solver_ratios
 
 
 def _row(n, estimator, s, compile_s=10.0, rss=2.0):
@@ -22,6 +22,15 @@ def test_ratios_pair_bcg_with_plain_at_the_same_batch_size_only():
                     "bcg_over_plain_peak_rss_gb": 1.5}
     table = format_table(rows, [only])
     assert "squat x8: BCG / plain = 2.50x per iteration" in table and len(table.splitlines()) == 2 + 3 + 1
+
+
+def test_a_burst_of_bundles_shows_in_the_mean_and_its_ratio_where_the_median_hides_it():
+    plain = add_means({**_row(8, "plain", 2.0), "horizon": 32, "s_each_iteration": [2.0, 2.0, 2.0, 2.0, 2.0]})
+    bcg = add_means({**_row(8, "bcg", 2.1), "horizon": 32, "s_each_iteration": [2.1, 2.1, 9.1, 2.1, 2.1]})
+    assert (bcg["s_per_iteration_mean"], bcg["env_steps_per_s_mean"]) == (3.5, round(256 / 3.5, 1))
+    (ratio,) = ratios([plain, bcg])
+    assert (ratio["bcg_over_plain_s_per_iteration"], ratio["bcg_over_plain_s_per_iteration_mean"]) == (1.05, 1.75)
+    assert "squat x8: BCG / plain = 1.05x per iteration (median; 1.75x by the mean)" in format_table([plain, bcg], [ratio])
 
 
 def test_each_trigger_threshold_gets_its_ratio_to_the_one_plain_row():
