@@ -152,12 +152,12 @@ def read_train_mapping(path: str | Path) -> dict[str, Any]:
     return merged
 
 
-def _leaf_settings(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def leaf_settings(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"shac.horizon": 32, ...}``: the mapping's leaves under dotted keys (a list is a leaf)."""
     out: dict[str, Any] = {}
     for key, value in mapping.items():
         if isinstance(value, dict):
-            out.update(_leaf_settings(value, f"{prefix}{key}."))
+            out.update(leaf_settings(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
     return out
@@ -175,7 +175,7 @@ def experiment_settings(path: str | Path) -> dict[str, tuple[Any, Path]]:
     for file, data in extends_chain(path):
         file = file.resolve()
         if not _is_task_config(file):
-            settings.update({key: (value, file) for key, value in _leaf_settings(data).items()})
+            settings.update({key: (value, file) for key, value in leaf_settings(data).items()})
     return settings
 
 
@@ -184,9 +184,9 @@ def check_preset_keeps_the_experiment(path: str | Path, preset: str, preset_data
     """A preset is merged over the config, so a setting of an experiment's own file that the
     preset also sets would be silently replaced: refuse that (one line naming the file, the key
     and both values). Equal values pass, and so do keys the command line sets anyway."""
-    overridden = _leaf_settings(overrides or {})
+    overridden = leaf_settings(overrides or {})
     explicit = experiment_settings(path)
-    for key, preset_value in _leaf_settings(preset_data).items():
+    for key, preset_value in leaf_settings(preset_data).items():
         if key in explicit and key not in overridden and explicit[key][0] != preset_value:
             value, file = explicit[key]
             raise ConfigError(file, f"sets {key}: {value}, but preset '{preset}' sets {preset_value} and is merged over "

@@ -20,6 +20,16 @@ def dominates(a: tuple[int, float], b: tuple[int, float]) -> bool:
     return a[0] <= b[0] and a[1] >= b[1] and a != b
 
 
+def judge_table(table: Path, iterations: tuple[int, int], controls: dict) -> tuple[dict, dict]:
+    """A selection table's rows by iteration, and its point at the two matched checkpoints with the
+    uncapped runs it is dominated by and dominates."""
+    rows = {int(r["iteration"]): r for r in csv.DictReader(table.open())}
+    p = point([int(rows[i]["falls"]) for i in iterations], [float(rows[i]["flight_s"]) for i in iterations])
+    return rows, {"point": p,
+                  "dominated_by": [n for n, c in controls.items() if dominates(c, p)],
+                  "dominates": [n for n, c in controls.items() if dominates(p, c)]}
+
+
 def verdict(runs: dict) -> str:
     """The secondary rule, once both seeds have run: moves the trade iff neither run is dominated and each
     dominates an uncapped run; does not iff either is dominated; otherwise unclear."""
@@ -43,11 +53,8 @@ def schedule_control(controls: dict, runs: dict) -> dict:
     for seed, table in SCHEDULE_CONTROL.items():
         if not table.exists():
             continue
-        rows = {int(r["iteration"]): r for r in csv.DictReader(table.open())}
-        p = point([int(rows[i]["falls"]) for i in (50, 100)], [float(rows[i]["flight_s"]) for i in (50, 100)])
-        entry = {"point": p,
-                 "dominated_by": [n for n, c in controls.items() if dominates(c, p)],
-                 "dominates": [n for n, c in controls.items() if dominates(p, c)]}
+        _, entry = judge_table(table, (50, 100), controls)
+        p = entry["point"]
         if seed in runs:
             h64 = tuple(runs[seed]["point"])
             entry["horizon64_point"] = h64
@@ -69,13 +76,9 @@ def main() -> None:
                 for name, r in UNCAPPED.items() if r["arm"] == "uncapped"}
     out = {"controls": controls, "runs": {}}
     for table in sorted(HERE.glob("seed*/select/checkpoints.csv")):
-        rows = {int(r["iteration"]): r for r in csv.DictReader(table.open())}
-        p = point([int(rows[i]["falls"]) for i in (25, 50)], [float(rows[i]["flight_s"]) for i in (25, 50)])
-        seed = table.parts[-3]
-        out["runs"][seed] = {
-            "point": p,
-            "dominated_by": [n for n, c in controls.items() if dominates(c, p)],
-            "dominates": [n for n, c in controls.items() if dominates(p, c)],
+        rows, judged = judge_table(table, (25, 50), controls)
+        out["runs"][table.parts[-3]] = {
+            **judged,
             "checkpoints": {i: {k: rows[i][k] for k in ("falls", "e_track_cm", "flight_s")} for i in sorted(rows)},
             "primary_met": any(float(r["flight_s"]) >= 0.15 and int(r["falls"]) <= 3 for r in rows.values()),
         }
