@@ -56,7 +56,7 @@ AFTER_DDS ?=
 pytest: $(STAMP_FULL)           ## the slow tests (plain `pytest` runs every test in one process)
 	@log=$$(mktemp /tmp/bcg-trainer-tests-XXXXXX); \
 	setsid sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$$@"' trainer \
-		$(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder > $$log 2>&1 & \
+		$(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder --durations=20 > $$log 2>&1 & \
 	trainer=$$!; trap 'kill $$trainer 2>/dev/null; rm -f $$log; exit 130' INT TERM; \
 	echo "pytest: the trainer's slow tests run in the background (nice 19, log $$log), the DDS scenarios now"; \
 	$(RUN) -m pytest -m slow --ignore=test/bcg_train; dds=$$?; \
