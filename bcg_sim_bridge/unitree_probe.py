@@ -8,7 +8,8 @@ corrupted CRC, packed by :mod:`bcg_robot.unitree_hg`. ``--transport ros2``: an r
 commands: to the policy node and the sentinel it is a foreign writer. ``--record S``
 (unitree_sdk, nothing sent): every ``rt/lowcmd`` sample of the next S seconds with its
 writer's source timestamp and stamp, so a test can tell when each writer *wrote* from when
-the bridge received.
+the bridge received. ``--armed``: start up and connect, then send only once a line arrives
+on stdin, so a scenario can start the probe before the run and inject on cue.
 
 The report is one JSON object written to ``--result`` (atomically: a file that exists is
 complete), and also printed as the last stdout line. Read the file: the SDK's reader
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -63,6 +65,13 @@ def _paced(messages: list, rate: float, write) -> float | None:
     return first if messages else None
 
 
+def _go(args) -> bool:
+    """With ``--armed``: block until the caller writes a line on stdin (its fault time), so the
+    process's start-up (interpreter, imports, DDS participant) is over before the injection and
+    does not take the CPU from the processes under test while they run. False on end of file."""
+    return not args.armed or bool(sys.stdin.readline())
+
+
 def _run_unitree(args, robot) -> dict:
     from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher, ChannelSubscriber
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
@@ -70,12 +79,14 @@ def _run_unitree(args, robot) -> dict:
     from bcg_robot.unitree_hg import pack_low_cmd
 
     ChannelFactoryInitialize(args.domain, args.interface)
+    pub = ChannelPublisher(UNITREE_COMMAND_TOPIC, LowCmd_)
+    pub.Init()
+    if not _go(args):
+        return {"error": "stdin closed before the go line (--armed)"}
     watch = _StateWatch()
     # this process writes rt/lowcmd and listens to rt/lowstate only: no listener on a topic it writes
     sub = ChannelSubscriber(UNITREE_STATE_TOPIC, LowState_)
     sub.Init(watch, 1)
-    pub = ChannelPublisher(UNITREE_COMMAND_TOPIC, LowCmd_)
-    pub.Init()
     if not watch.first.wait(args.wait):
         return {"error": "no rt/lowstate received"}
     with watch.lock:
@@ -146,6 +157,8 @@ def _run_ros2(args, robot) -> dict:
                 return {"error": f"{pub.get_subscription_count()} subscribers on '{COMMAND_TOPIC}', waited for "
                                  f"{args.subscribers}"}
             time.sleep(0.05)
+        if not _go(args):
+            return {"error": "stdin closed before the go line (--armed)"}
         good = command_message(LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array))
         first = _paced([good] * args.good, args.rate, pub.publish)
         time.sleep(0.2)
@@ -195,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=float, default=0.0,
                         help="unitree_sdk: send nothing, record every rt/lowcmd sample for this many seconds")
     parser.add_argument("--result", default="", help="write the JSON report to this file")
+    parser.add_argument("--armed", action="store_true",
+                        help="connect, then wait for a line on stdin before sending (start early, inject on cue)")
     args = parser.parse_args(argv)
     if args.record > 0 and args.transport != TRANSPORT_UNITREE_SDK:
         parser.error("--record reads rt/lowcmd over unitree_sdk: use it with --transport unitree_sdk")

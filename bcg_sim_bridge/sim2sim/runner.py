@@ -83,16 +83,41 @@ def retry_reason(result: dict) -> str:
 
 
 def _start_probe(opts: RunOptions, group: ProcessGroup, scen_dir: Path, transport: str, *args: str) -> subprocess.Popen:
-    """The second SDK/ROS client (bcg_sim_bridge.unitree_probe); its report goes to a file."""
+    """The second SDK/ROS client (bcg_sim_bridge.unitree_probe), armed: it starts up and connects
+    now and sends once :func:`_fire_probe` writes its go line. Started before the run, its start-up
+    (seconds of interpreter and imports on a slow machine) cannot starve the node in the RUN: on a
+    loaded 2-core machine it once did, past the sentinel's 100 ms heartbeat limit, before any
+    command was sent. Its report goes to a file."""
     domain = opts.sdk_domain if transport == TRANSPORT_UNITREE_SDK else opts.ros_domain
     log = open(scen_dir / "probe.log", "w")
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "bcg_sim_bridge.unitree_probe", "--transport", transport, "--domain", str(domain),
-             "--rate", "100", "--result", str(scen_dir / "probe.json"), *args],
-            stdout=log, stderr=subprocess.STDOUT, env=group.child_env())
+             "--rate", "100", "--result", str(scen_dir / "probe.json"), "--armed", "--wait", "60", *args],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=group.child_env())
     finally:
         log.close()
+
+
+def _fire_probe(probe: subprocess.Popen) -> None:
+    """The go line: the armed probe starts sending (a probe that already exited reports why)."""
+    try:
+        probe.stdin.write(b"go\n")
+        probe.stdin.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _stop_probe(probe: subprocess.Popen | None) -> None:
+    """A probe that never got its go line (the start-up failed): end of file ends it."""
+    if probe is None or probe.poll() is not None:
+        return
+    try:
+        probe.stdin.close()
+        probe.wait(timeout=10)
+    except (BrokenPipeError, subprocess.TimeoutExpired):
+        probe.kill()
+        probe.wait()
 
 
 def _probe_result(probe: subprocess.Popen, scen_dir: Path) -> dict:
@@ -132,23 +157,38 @@ def start_up(opts: RunOptions, driver: Sim2SimDriver, marks: dict[str, float]) -
 def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2SimDriver, group: ProcessGroup,
            marks: dict[str, float], scen_dir: Path) -> dict:
     extra: dict = {}
-    start_up(opts, driver, marks)
-    if scenario.name == "nan":
-        marks["fault"] = marks["run"]
-    else:
-        _pause(opts.fault_at_s if scenario.name != "none" else opts.run_s)
     name = scenario.name
+    probe = None
+    if name == "crc":
+        probe = _start_probe(opts, group, scen_dir, TRANSPORT_UNITREE_SDK, "--bad", "20")
+    elif name == "foreign":
+        # the probe speaks the transport under test; ros2: it sends once bridge, node and
+        # sentinel have discovered its writer
+        probe = _start_probe(opts, group, scen_dir, interface, "--good", str(FOREIGN_COMMANDS), "--subscribers", "3")
+    try:
+        start_up(opts, driver, marks)
+        if name == "nan":
+            marks["fault"] = marks["run"]
+        else:
+            _pause(opts.fault_at_s if name != "none" else opts.run_s)
+        _inject(opts, name, interface, driver, group, marks, extra, probe, scen_dir)
+    finally:
+        _stop_probe(probe)
+    return extra
+
+
+def _inject(opts: RunOptions, name: str, interface: str, driver: Sim2SimDriver, group: ProcessGroup, marks: dict[str, float],
+            extra: dict, probe: subprocess.Popen | None, scen_dir: Path) -> None:
+    """The scenario's fault, then its wait for the outcome and the operator's stop."""
     if name == "dropout":
         marks["fault"] = driver.state_dropout(opts.dropout_ms / 1e3)
     elif name == "crc":
-        probe = _start_probe(opts, group, scen_dir, TRANSPORT_UNITREE_SDK, "--bad", "20")
+        _fire_probe(probe)
         marks["fault"] = driver.corrupt_crc(opts.dropout_ms / 1e3)
         extra["probe"] = _probe_result(probe, scen_dir)
     elif name == "foreign":
-        transport = interface  # the probe speaks the transport under test
-        # ros2: start writing once bridge, node and sentinel have discovered the writer
-        probe = _start_probe(opts, group, scen_dir, transport, "--good", str(FOREIGN_COMMANDS), "--subscribers", "3")
-        started = driver.note(f"second commander started ({transport}, {FOREIGN_COMMANDS} default-pose commands at 100 Hz)")
+        _fire_probe(probe)
+        started = driver.note(f"second commander fired ({interface}, {FOREIGN_COMMANDS} default-pose commands at 100 Hz)")
         extra["probe"] = _probe_result(probe, scen_dir)
         marks["fault"] = extra["probe"].get("first_sent_at") or started
     elif name == "kill":
@@ -170,7 +210,6 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
         driver.wait_for_state("DAMP", 2.0)
     _pause(0.5)
     marks["end"] = time.monotonic()
-    return extra
 
 
 def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: int = 0) -> dict:
