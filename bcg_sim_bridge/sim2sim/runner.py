@@ -154,26 +154,28 @@ def start_up(opts: RunOptions, driver: Sim2SimDriver, marks: dict[str, float]) -
     marks["run"] = time.monotonic()
 
 
-def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2SimDriver, group: ProcessGroup,
-           marks: dict[str, float], scen_dir: Path) -> dict:
-    extra: dict = {}
-    name = scenario.name
-    probe = None
+def _scenario_probe(opts: RunOptions, name: str, interface: str, group: ProcessGroup, scen_dir: Path) -> subprocess.Popen | None:
+    """The armed probe of the scenarios that need a second client, started before the processes
+    under test so that its start-up overlaps theirs, before any watchdog is armed."""
     if name == "crc":
-        probe = _start_probe(opts, group, scen_dir, TRANSPORT_UNITREE_SDK, "--bad", "20")
-    elif name == "foreign":
+        return _start_probe(opts, group, scen_dir, TRANSPORT_UNITREE_SDK, "--bad", "20")
+    if name == "foreign":
         # the probe speaks the transport under test; ros2: it sends once bridge, node and
         # sentinel have discovered its writer
-        probe = _start_probe(opts, group, scen_dir, interface, "--good", str(FOREIGN_COMMANDS), "--subscribers", "3")
-    try:
-        start_up(opts, driver, marks)
-        if name == "nan":
-            marks["fault"] = marks["run"]
-        else:
-            _pause(opts.fault_at_s if name != "none" else opts.run_s)
-        _inject(opts, name, interface, driver, group, marks, extra, probe, scen_dir)
-    finally:
-        _stop_probe(probe)
+        return _start_probe(opts, group, scen_dir, interface, "--good", str(FOREIGN_COMMANDS), "--subscribers", "3")
+    return None
+
+
+def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2SimDriver, group: ProcessGroup,
+           marks: dict[str, float], scen_dir: Path, probe: subprocess.Popen | None) -> dict:
+    extra: dict = {}
+    name = scenario.name
+    start_up(opts, driver, marks)
+    if name == "nan":
+        marks["fault"] = marks["run"]
+    else:
+        _pause(opts.fault_at_s if name != "none" else opts.run_s)
+    _inject(opts, name, interface, driver, group, marks, extra, probe, scen_dir)
     return extra
 
 
@@ -229,14 +231,16 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     cpu_before = machine_cpu_times()
     error = ""
     extra: dict = {}
+    probe = _scenario_probe(opts, scenario.name, interface, group, scen_dir)
     for spec in specs:
         group.start(spec)
     driver = Sim2SimDriver()
     try:
-        extra = _drive(opts, scenario, interface, driver, group, marks, scen_dir)
+        extra = _drive(opts, scenario, interface, driver, group, marks, scen_dir, probe)
     except DriverError as err:
         error = str(err)
     finally:
+        _stop_probe(probe)
         cpu_share = group.cpu_share()
         machine = machine_cpu_use(cpu_before, machine_cpu_times())
         driver.close()
