@@ -169,19 +169,12 @@ def _scenario_probe(opts: RunOptions, name: str, interface: str, group: ProcessG
 def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2SimDriver, group: ProcessGroup,
            marks: dict[str, float], scen_dir: Path, probe: subprocess.Popen | None) -> dict:
     extra: dict = {}
-    name = scenario.name
     start_up(opts, driver, marks)
-    if name == "nan":
+    if scenario.name == "nan":
         marks["fault"] = marks["run"]
     else:
-        _pause(opts.fault_at_s if name != "none" else opts.run_s)
-    _inject(opts, name, interface, driver, group, marks, extra, probe, scen_dir)
-    return extra
-
-
-def _inject(opts: RunOptions, name: str, interface: str, driver: Sim2SimDriver, group: ProcessGroup, marks: dict[str, float],
-            extra: dict, probe: subprocess.Popen | None, scen_dir: Path) -> None:
-    """The scenario's fault, then its wait for the outcome and the operator's stop."""
+        _pause(opts.fault_at_s if scenario.name != "none" else opts.run_s)
+    name = scenario.name
     if name == "dropout":
         marks["fault"] = driver.state_dropout(opts.dropout_ms / 1e3)
     elif name == "crc":
@@ -212,6 +205,7 @@ def _inject(opts: RunOptions, name: str, interface: str, driver: Sim2SimDriver, 
         driver.wait_for_state("DAMP", 2.0)
     _pause(0.5)
     marks["end"] = time.monotonic()
+    return extra
 
 
 def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: int = 0) -> dict:
