@@ -1,7 +1,10 @@
 """Load a BCG ONNX policy with onnxruntime (one thread), checking its signature and contract.
 
 Used by the policy node, ``bcg-sim2sim`` and ``bcg-eval``. Inputs and outputs must have
-the contract's names and the robot's sizes (checked first); the contract comes from the
+the contract's names and shape ``[1 or batch, size]`` with the robot's sizes (checked first,
+then by one inference on a neutral state: a size the graph leaves symbolic is checked
+there, and an output that is not one row of the robot's joints never reaches the control
+loop, which would broadcast it); the contract comes from the
 file's metadata (``custom_metadata_map``) and must match the robot config (joint names
 and order, count, control dt, observation spec, default pose, gains within
 ``policy_gain_ratio``). Any problem is a :class:`ContractError`: one line naming the file.
@@ -48,10 +51,13 @@ class OnnxPolicy:
         # The graph first: a graph that cannot drive this robot is reported as such, whatever
         # its metadata says (or lacks).
         cls._check_signature(session, robot.num_joints, source)
+        policy = cls(session, None, source)
+        policy._check_trial_run(robot.num_joints)
         meta = dict(session.get_modelmeta().custom_metadata_map)
         contract = PolicyContract.from_metadata(meta, source)
         contract.check_against(robot, source)
-        return cls(session, contract, source)
+        policy.contract = contract
+        return policy
 
     @staticmethod
     def _check_signature(session, num_joints: int, source: str) -> None:
@@ -61,17 +67,48 @@ class OnnxPolicy:
         for name in OUTPUT_NAMES:
             if name not in outputs:
                 raise ContractError(source, f"policy graph lacks output '{name}'")
-            last = outputs[name][-1]
-            if isinstance(last, int) and last != num_joints:
-                raise ContractError(source, f"policy output '{name}' has {last} values, the robot has {num_joints} joints")
+            _check_shape(source, "output", name, outputs[name], num_joints, f"the robot has {num_joints} joints")
         for name in INPUT_NAMES:
             if name not in inputs:
                 raise ContractError(source, f"policy graph lacks input '{name}'")
-            last = inputs[name][-1]
-            if isinstance(last, int) and last != sizes[name]:
-                raise ContractError(source, f"policy input '{name}' has {last} values, the robot needs {sizes[name]}")
+            _check_shape(source, "input", name, inputs[name], sizes[name], f"the robot needs {sizes[name]}")
+
+    def _check_trial_run(self, num_joints: int) -> None:
+        """One inference on a neutral state (identity attitude, zeros): the outputs' actual shapes."""
+        sizes = raw_input_sizes(num_joints)
+        raw = {name: np.zeros(sizes[name]) for name in INPUT_NAMES}
+        raw["imu_quat"] = np.array([1.0, 0.0, 0.0, 0.0])
+        feeds = {name: np.asarray(raw[name], dtype=np.float32).reshape(1, -1) for name in INPUT_NAMES}
+        try:
+            results = self.session.run(self._outputs, feeds)
+        except Exception as err:  # onnxruntime raises several types for a graph that cannot run
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ContractError(self.source, f"policy graph fails on a neutral state: {first[:200]}") from None
+        for name, value in zip(self._outputs, results):
+            if np.shape(value) != (1, num_joints):
+                raise ContractError(
+                    self.source, f"policy output '{name}' has shape {list(np.shape(value))} for one state, expected [1, {num_joints}]"
+                )
 
     def run(self, raw: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Joint targets and action, each ``(num_joints,)``; a :class:`ContractError` if the graph
+        returns another shape (the control loop trips on it: it must not broadcast one value)."""
         feeds = {name: np.asarray(raw[name], dtype=np.float32).reshape(1, -1) for name in INPUT_NAMES}
         targets, action = self.session.run(self._outputs, feeds)
+        n = self.contract.num_joints
+        if np.shape(targets) != (1, n) or np.shape(action) != (1, n):
+            raise ContractError(
+                self.source, f"policy outputs have shapes {list(np.shape(targets))} and {list(np.shape(action))}, expected [1, {n}]"
+            )
         return targets[0].astype(np.float64), action[0].astype(np.float64)
+
+
+def _check_shape(source: str, kind: str, name: str, shape, size: int, needs: str) -> None:
+    """``[batch, size]``: rank 2, a batch of 1 or symbolic, and ``size`` values (when the graph fixes it)."""
+    if len(shape) != 2:
+        raise ContractError(source, f"policy {kind} '{name}' has shape {list(shape)}, expected [batch, {size}]")
+    batch, last = shape
+    if isinstance(batch, int) and batch != 1:
+        raise ContractError(source, f"policy {kind} '{name}' has a fixed batch of {batch}, expected 1 or symbolic")
+    if isinstance(last, int) and last != size:
+        raise ContractError(source, f"policy {kind} '{name}' has {last} values, {needs}")

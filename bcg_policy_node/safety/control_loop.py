@@ -161,10 +161,10 @@ class ControlLoop:
         elif m.state is ControlState.HOLD:
             desired = self.default_pose
         elif m.state is ControlState.RUN:
-            desired = self._run_policy(now, state)
+            desired, fault = self._run_policy(now, state)
             ran_policy = True
-            if desired is None:
-                m.trip(Fault("nonfinite_action", "policy produced NaN/Inf"), now)
+            if fault is not None:
+                m.trip(fault, now)
 
         shaped = None
         if m.state is ControlState.DAMP:
@@ -177,14 +177,22 @@ class ControlLoop:
             command = LowCommand.position(shaped.targets, self.kp, self.kd)
         return TickResult(command, m.state, tuple(faults), tuple(m.drain_transitions()), shaped, ran_policy)
 
-    def _run_policy(self, now: float, state: RobotState) -> np.ndarray | None:
+    def _run_policy(self, now: float, state: RobotState) -> tuple[np.ndarray | None, Fault | None]:
+        """The policy's joint targets, or the fault that stops it: an inference that raises or
+        returns another shape than one row of joints (``OnnxPolicy.run``), or NaN/Inf."""
         contract = self.policy.contract
         phase = 0.0
         if contract.motion_length_s > 0:
             phase = ((now - self._run_started) / contract.motion_length_s) % 1.0
         raw = raw_inputs(state.quat_wxyz, state.gyro, state.q, state.dq, self._last_action, np.array([phase]))
-        targets, action = self.policy.run(raw)
+        try:
+            targets, action = self.policy.run(raw)
+        except Exception as err:  # onnxruntime's errors and ContractError: the motors must not wait on them
+            return None, Fault("policy_error", f"policy inference failed: {str(err).strip()[:200] or type(err).__name__}")
+        n = self.robot.num_joints
+        if np.shape(targets) != (n,) or np.shape(action) != (n,):
+            return None, Fault("policy_error", f"policy returned shapes {np.shape(targets)} and {np.shape(action)}, expected ({n},)")
         if not (np.isfinite(targets).all() and np.isfinite(action).all()):
-            return None
+            return None, Fault("nonfinite_action", "policy produced NaN/Inf")
         self._last_action = action
-        return targets
+        return targets, None

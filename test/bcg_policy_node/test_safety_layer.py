@@ -208,6 +208,32 @@ def test_nan_action_trips_and_sends_damping(robot):
     assert rig.loop.machine.fault.kind == "nonfinite_action"
 
 
+class BrokenPolicy(FakePolicy):
+    """A policy whose inference raises, or returns one value where a row of joints belongs."""
+
+    def __init__(self, robot, how):
+        super().__init__(robot)
+        self.how = how
+
+    def run(self, raw):
+        targets, action = super().run(raw)
+        if self.how == "raises":
+            raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code")
+        return targets[:1], action[:1]
+
+
+@pytest.mark.parametrize("how,message", [("raises", "policy inference failed: [ONNXRuntimeError]"),
+                                         ("one_value", "policy returned shapes (1,) and (1,), expected (29,)")])
+def test_a_failing_or_misshapen_policy_trips_damp_in_its_first_run_tick(robot, how, message):
+    rig = Rig(robot, BrokenPolicy(robot, how))
+    rig.to_hold()
+    rig.loop.request_run(rig.t)
+    result = rig.step()  # no exception escapes the tick, and no broadcast target goes out
+    assert result.state is ControlState.DAMP and result.command.is_damping()
+    fault = rig.loop.machine.fault
+    assert fault.kind == "policy_error" and fault.message.startswith(message), fault.message
+
+
 def test_estop_and_deadman(robot):
     rig = Rig(robot, deadman=0.2)
     assert rig.step().state is ControlState.PASSIVE  # deadman never seen: no ramp, no trip in PASSIVE

@@ -5,11 +5,12 @@ import dataclasses
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from bcg_robot.config import load_robot_config
-from bcg_robot.contract import PolicyContract
+from bcg_robot.contract import INPUT_NAMES, PolicyContract
 from bcg_robot.errors import ContractError
-from bcg_robot.observation import raw_inputs
+from bcg_robot.observation import raw_input_sizes, raw_inputs
 from bcg_robot.onnx_graph import forward_numpy
 from bcg_robot.onnx_policy import OnnxPolicy
 
@@ -97,3 +98,57 @@ def test_policy_gains_within_the_configured_ratio_load(robot, tmp_path):
     assert np.allclose(OnnxPolicy.load(path, relaxed).contract.kp, 1.4 * robot.kp_array)
     with pytest.raises(ContractError, match=r"within 1.5x of it"):
         OnnxPolicy.load(write_policy(tmp_path / "too_stiff.onnx", robot, kp=tuple(1.6 * k for k in robot.kp)), relaxed)
+
+
+def write_reshaping_policy(path, robot, output_shape, keep):
+    """A graph with the right names and metadata whose outputs are the default pose's first
+    ``keep`` values reshaped to ``output_shape`` (declared as such, or symbolic)."""
+    n, sizes = robot.num_joints, raw_input_sizes(robot.num_joints)
+    contract = PolicyContract.for_robot(robot)
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", sizes[name]]) for name in INPUT_NAMES]
+    pose = np.asarray(contract.default_pose[:keep], np.float32)
+    if all(isinstance(d, int) for d in output_shape):
+        constants = [numpy_helper.from_array(pose, "pose"), numpy_helper.from_array(np.array(output_shape, np.int64), "shape")]
+        nodes = []
+    else:  # reshaped to phase's runtime shape [batch, 1]: no size for shape inference to find
+        constants, nodes = [numpy_helper.from_array(pose, "pose")], [helper.make_node("Shape", ["phase"], ["shape"])]
+    nodes += [helper.make_node("Reshape", ["pose", "shape"], [out]) for out in ("joint_targets", "action")]
+    outputs = [helper.make_tensor_value_info(out, TensorProto.FLOAT, output_shape) for out in ("joint_targets", "action")]
+    model = helper.make_model(helper.make_graph(nodes, "reshaping", inputs, outputs, initializer=constants),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    helper.set_model_props(model, contract.to_metadata())
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("output_shape,keep,match", [
+    # one row without its batch axis: run() took its first value and the loop broadcast it to every joint
+    ([29], 29, "policy output 'joint_targets' has shape [29], expected [batch, 29]"),
+    ([4, 29], 116, None),  # fails below on the fixed batch
+    # sizes left symbolic: only an inference shows the one value per state
+    (["batch", "n"], 1, "policy output 'joint_targets' has shape [1, 1] for one state, expected [1, 29]"),
+])
+def test_outputs_that_are_not_one_row_of_joints_per_state_are_refused_at_load(robot, tmp_path, output_shape, keep, match):
+    if keep > robot.num_joints:  # a fixed batch of 4: the pose tiled
+        path = tmp_path / "batch4.onnx"
+        write_reshaping_policy(path, dataclasses.replace(robot), output_shape, robot.num_joints)
+        model = onnx.load(str(path))
+        tiled = np.tile(np.asarray(PolicyContract.for_robot(robot).default_pose, np.float32), 4)
+        model.graph.initializer[0].CopyFrom(numpy_helper.from_array(tiled, "pose"))
+        onnx.save(model, str(path))
+        match = "policy output 'joint_targets' has a fixed batch of 4, expected 1 or symbolic"
+    else:
+        path = write_reshaping_policy(tmp_path / "misshapen.onnx", robot, output_shape, keep)
+    with pytest.raises(ContractError) as err:
+        OnnxPolicy.load(path, robot)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(str(path)) and match in message, message
+
+
+def test_the_reshaping_graph_loads_when_its_outputs_are_one_row_of_joints(robot, tmp_path):
+    """The graph of the test above is refused for its shapes alone."""
+    path = write_reshaping_policy(tmp_path / "row.onnx", robot, [1, robot.num_joints], robot.num_joints)
+    targets, action = OnnxPolicy.load(path, robot).run(raw_state(robot, np.random.default_rng(0)))
+    np.testing.assert_allclose(targets, robot.default_q, atol=1e-6)
+    assert action.shape == (robot.num_joints,)
