@@ -32,7 +32,7 @@ from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
 from bcg_policy_node.node.spin import run_node
-from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch
+from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch, timing_error
 
 
 class SentinelNode(Node):
@@ -44,8 +44,9 @@ class SentinelNode(Node):
         self.check_period = float(self.declare_parameter("check_period_s", 0.005).value)
         self.send_period = float(self.declare_parameter("damping_period_s", 0.02).value)
         params = InterfaceParams.declare(self)
-        if not 0 < self.check_period < self.timeout:
-            raise BCGInputError(self.get_name(), "parameters: need 0 < check_period_s < timeout_s")
+        problem = timing_error(self.timeout, self.check_period)
+        if problem:
+            raise BCGInputError(self.get_name(), f"parameters: {problem}")
         if not self.send_period > 0:
             raise BCGInputError(self.get_name(), "parameter 'damping_period_s' must be > 0")
         robot = load_robot_config(robot_path)  # checked against the model, as the node does

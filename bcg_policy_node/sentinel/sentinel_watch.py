@@ -32,6 +32,22 @@ class SentinelState(str, enum.Enum):
     TAKEN_OVER = "TAKEN_OVER"  # sending damping itself
 
 
+MAX_TIMEOUT_S = 1.0  # a sentinel slower than this leaves a frozen node's last command on the motors too long
+CHECKS_PER_TIMEOUT = 4  # a check on time is never "late" (timeout / 2), with room for 2x jitter
+
+
+def timing_error(timeout: float, check_period: float) -> str | None:
+    """Why a timeout and check period cannot work, or None. A check period over half the
+    timeout makes every check late, and a late check decides nothing: the sentinel would
+    never take over."""
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        return f"need 0 < timeout_s <= {MAX_TIMEOUT_S} (got {timeout})"
+    if not 0 < check_period <= timeout / CHECKS_PER_TIMEOUT:
+        return (f"need 0 < check_period_s <= timeout_s / {CHECKS_PER_TIMEOUT} = {timeout / CHECKS_PER_TIMEOUT:g} "
+                f"(got {check_period}): a check later than timeout_s / 2 after the last one decides nothing")
+    return None
+
+
 class SentinelWatch:
     def __init__(self, timeout: float, report_gap: float = 1.0):
         self.timeout = timeout

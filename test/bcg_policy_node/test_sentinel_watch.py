@@ -1,7 +1,9 @@
 """The sentinel's pure decision logic."""
 
 from bcg_robot.wire import CommandWriter
-from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch
+import pytest
+
+from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch, timing_error
 
 NODE = CommandWriter("node", "node#00000001")
 RESTARTED_NODE = CommandWriter("node", "node#00000002")
@@ -89,3 +91,28 @@ def test_a_second_node_is_a_foreign_commander_until_the_first_restarts():
     assert w.state is SentinelState.WATCHING and w.owner == RESTARTED_NODE.ident
     run(w, t, t + 0.5, writer=RESTARTED_NODE)
     assert w.state is SentinelState.WATCHING
+
+
+def node_dies_at_one_second(check_period):
+    """The watch checked every ``check_period`` s; the node's heartbeat and commands stop at 1 s.
+    Returns when it took over (None: not within 2 s)."""
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0, step=check_period)
+    while t < 3.0:
+        if w.check(t) is SentinelState.TAKEN_OVER:
+            return t
+        t += check_period
+    return None
+
+
+def test_a_check_period_over_half_the_timeout_is_refused_because_every_check_would_be_late():
+    assert node_dies_at_one_second(0.06) is None  # what the refused setting did: never a takeover
+    assert "check_period_s <= timeout_s / 4" in timing_error(0.1, 0.06)
+    for period in (0.005, 0.025):  # the default, and the largest period accepted
+        assert timing_error(0.1, period) is None
+        assert node_dies_at_one_second(period) <= 1.0 + 0.1 + 2 * period
+
+
+@pytest.mark.parametrize("timeout,period", [(0.0, 0.005), (-0.1, 0.005), (1.5, 0.005), (0.1, 0.0)])
+def test_timeouts_outside_zero_to_one_second_and_empty_periods_are_refused(timeout, period):
+    assert timing_error(timeout, period) is not None
