@@ -49,7 +49,9 @@ class StateWatchdog:
         # so the first sample seen with a value can be up to a tick after it was set: this
         # watchdog may trip up to one control period late, never early (dating the change
         # to the previous sample instead turned the node's own scheduling gaps into trips).
-        if self._last_tick is None or state.tick > self._last_tick:
+        # Any change counts, a step back too: the uint32 tick wraps, and a restarted low-level
+        # board counts from 0 (with '>' either latched this fault on every later tick).
+        if state.tick != self._last_tick:
             self._last_tick, self._tick_changed_at = state.tick, state.received_at
         stalled = state.received_at - self._tick_changed_at
         if stalled > self.stale_after:

@@ -127,6 +127,13 @@ def test_a_gap_between_samples_is_not_a_stalled_tick(robot):
     assert [f.kind for f in faults] == ["tick_stalled"] and "80 ms" in faults[0].message
 
 
+def test_a_tick_that_wraps_or_restarts_from_zero_keeps_advancing(robot):
+    dog = StateWatchdog(robot, SafetyConfig(), DT)
+    ticks = [2**32 - 3, 2**32 - 2, 2**32 - 1, 0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5]  # a wrap, then a board restart
+    for k, tick in enumerate(ticks):
+        assert dog.check(10.0 + k * DT, make_state(robot, tick, 10.0 + k * DT)) == [], (k, tick)
+
+
 def test_target_shaping_clamps_limits_rate_and_torque(robot):
     cfg = SafetyConfig(joint_limit_margin=0.1, max_target_step=0.2)
     limits = TargetLimits.for_robot(robot, cfg)
