@@ -85,10 +85,13 @@ class RobotConfig:
             bad = [i for i, v in enumerate(getattr(self, key)) if v <= 0]
             if bad:
                 raise ConfigError(self.source, f"key '{key}': must be > 0 for joint '{self.joint_names[bad[0]]}'")
-        for key in ("kp", "kd", "armature"):
-            bad = [i for i, v in enumerate(getattr(self, key)) if v < 0]
+        for key in ("kp", "kd"):  # every joint is position controlled, and DAMP sends kd alone
+            bad = [i for i, v in enumerate(getattr(self, key)) if not v > 0]
             if bad:
-                raise ConfigError(self.source, f"key '{key}': must be >= 0 for joint '{self.joint_names[bad[0]]}'")
+                raise ConfigError(self.source, f"key '{key}': must be > 0 for joint '{self.joint_names[bad[0]]}'")
+        bad = [i for i, v in enumerate(self.armature) if not v >= 0]
+        if bad:
+            raise ConfigError(self.source, f"key 'armature': must be >= 0 for joint '{self.joint_names[bad[0]]}'")
         for i, name in enumerate(self.joint_names):
             lo, hi, q0 = self.position_lower[i], self.position_upper[i], self.default_pose[i]
             if lo >= hi:

@@ -34,21 +34,23 @@ class SafetyConfig:
     source: str = dataclasses.field(default="<safety config>", compare=False)
 
     def validate(self) -> None:
-        positive = ("stale_periods", "max_target_step", "torque_fraction", "velocity_fraction", "max_tilt",
-                    "max_motor_temperature", "ramp_duration", "damping_kd_scale", "foreign_commander_window_s",
-                    "state_period_s")
-        for key in positive:
+        for key, (low, high) in _RANGES.items():
             value = getattr(self, key)
-            if not (math.isfinite(value) and value > 0):
-                raise ConfigError(self.source, f"key '{key}': must be a positive number, got {value}")
-        if not (math.isfinite(self.joint_limit_margin) and self.joint_limit_margin >= 0):
-            raise ConfigError(self.source, f"key 'joint_limit_margin': must be >= 0, got {self.joint_limit_margin}")
+            if not (math.isfinite(value) and low < value <= high):
+                raise ConfigError(self.source, f"key '{key}': must be in ({low:g}, {high:g}], got {value}")
+        if not (math.isfinite(self.joint_limit_margin) and 0 <= self.joint_limit_margin <= 0.5):
+            raise ConfigError(self.source, f"key 'joint_limit_margin': must be in [0, 0.5] rad, got {self.joint_limit_margin}")
         if not (math.isfinite(self.state_wait_periods) and 0 <= self.state_wait_periods <= 5):
             raise ConfigError(self.source, f"key 'state_wait_periods': must be in [0, 5], got {self.state_wait_periods}")
-        if self.torque_fraction > 1.0 or self.velocity_fraction > 1.0:
-            raise ConfigError(self.source, "keys 'torque_fraction'/'velocity_fraction': must be <= 1")
-        if self.max_tilt > math.pi:
-            raise ConfigError(self.source, f"key 'max_tilt': {self.max_tilt} rad exceeds pi")
+        if self.ramp_duration < 0.5:
+            raise ConfigError(self.source, f"key 'ramp_duration': {self.ramp_duration} s is a jump to the default pose, need >= 0.5")
+
+    def check_against(self, robot: RobotConfig) -> None:
+        """What depends on the robot: a tick's wait for a state sample must leave it time to compute."""
+        wait = self.state_wait_periods * self.state_period_s
+        if wait > 0.25 * robot.control_dt:
+            raise ConfigError(self.source, f"keys 'state_wait_periods' x 'state_period_s': a tick would wait up to "
+                                           f"{wait * 1e3:g} ms for a state, more than a quarter of the {robot.control_dt * 1e3:g} ms control period")
 
     def damping_kd(self, robot: RobotConfig) -> np.ndarray:
         """The kd of a damping command (kp = 0), the same for the node and the sentinel.
@@ -58,6 +60,21 @@ class SafetyConfig:
         damps, the motors get the same kd.
         """
         return robot.kd_array * self.damping_kd_scale
+
+
+# (low, high]: a value outside is a typo or a watchdog switched off (a stale limit of 20,000 s)
+_RANGES = {
+    "stale_periods": (0.0, 10.0),
+    "max_target_step": (0.0, 0.5),  # rad per tick
+    "torque_fraction": (0.0, 1.0),
+    "velocity_fraction": (0.0, 1.0),
+    "max_tilt": (0.0, math.pi / 2),  # rad: past horizontal the robot is down
+    "max_motor_temperature": (0.0, 120.0),  # deg C
+    "ramp_duration": (0.0, 30.0),  # s (and >= 0.5, checked apart)
+    "damping_kd_scale": (0.0, 5.0),
+    "foreign_commander_window_s": (0.0, 10.0),
+    "state_period_s": (0.0, 0.02),
+}
 
 
 def load_safety_config(path: str | Path = DEFAULT_SAFETY_CONFIG) -> SafetyConfig:

@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from bcg_robot.config import RobotConfig
+from bcg_robot.errors import ConfigError
 from bcg_robot.contract import PolicyContract
 from bcg_robot.observation import raw_inputs
 from bcg_robot.wire import LowCommand
@@ -69,9 +70,10 @@ class ControlLoop:
         self.kp = np.asarray(contract.kp, dtype=np.float64)
         self.kd = np.asarray(contract.kd, dtype=np.float64)
         self.default_pose = np.asarray(contract.default_pose, dtype=np.float64)
+        config.check_against(robot)
         self.damping_kd = config.damping_kd(robot)
-        if np.any(self.damping_kd <= 0):
-            raise ValueError("damping needs kd > 0 on every joint: the robot config has a zero kd")
+        if np.any(self.damping_kd <= 0):  # a robot config's kd is > 0 (RobotConfig.validate)
+            raise ConfigError(robot.source, "damping needs kd > 0 on every joint")
         self.limits = TargetLimits.for_robot(robot, config)
         self.watchdog = StateWatchdog(robot, config, self.dt)
         self.machine = ControlStateMachine(config.ramp_duration)

@@ -92,7 +92,9 @@ def _safety_config(path: str, stale_periods: float, out: Path) -> tuple[str, str
     cfg = load_safety_config(source)
     if stale_periods <= 0:
         return source, f"{source} (stale after {cfg.stale_periods:g} periods)"
-    relaxed = dump_dataclass(dataclasses.replace(cfg, stale_periods=stale_periods), out / "safety.yaml")
+    relaxed_cfg = dataclasses.replace(cfg, stale_periods=stale_periods, source=f"{source} with --stale-periods {stale_periods:g}")
+    relaxed_cfg.validate()
+    relaxed = dump_dataclass(relaxed_cfg, out / "safety.yaml")
     return str(relaxed), f"{source} with stale_periods {stale_periods:g} instead of {cfg.stale_periods:g} (--stale-periods)"
 
 

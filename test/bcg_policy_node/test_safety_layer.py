@@ -81,6 +81,30 @@ def test_safety_config_rejects_unknown_keys_and_bad_values(tmp_path):
         from_mapping(SafetyConfig, {"max_target_step": -1.0})
 
 
+@pytest.mark.parametrize("text,match", [
+    ("stale_periods: 1000000\n", "key 'stale_periods': must be in (0, 10]"),  # a watchdog switched off by a typo
+    ("max_target_step: 100\n", "key 'max_target_step': must be in (0, 0.5]"),
+    ("max_motor_temperature: 1000000000\n", "key 'max_motor_temperature': must be in (0, 120]"),
+    ("damping_kd_scale: 500\n", "key 'damping_kd_scale': must be in (0, 5]"),
+    ("ramp_duration: 1.0e-9\n", "key 'ramp_duration': 1e-09 s is a jump to the default pose"),
+    ("max_tilt: 2.0\n", "key 'max_tilt': must be in (0, 1.5708]"),
+    ("joint_limit_margin: 1.0\n", "key 'joint_limit_margin': must be in [0, 0.5] rad"),
+])
+def test_safety_config_values_outside_their_ranges_are_refused(tmp_path, text, match):
+    path = tmp_path / "safety.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_safety_config(path)
+    assert str(err.value).startswith(str(path)) and match in str(err.value), str(err.value)
+
+
+def test_a_state_wait_that_eats_the_control_period_is_refused(robot):
+    config = SafetyConfig(state_wait_periods=5.0, state_period_s=0.01)  # 50 ms of a 20 ms tick
+    with pytest.raises(ConfigError, match="a tick would wait up to 50 ms for a state"):
+        ControlLoop(robot, FakePolicy(robot), config)
+    ControlLoop(robot, FakePolicy(robot), SafetyConfig())  # the shipped 2.5 ms
+
+
 @pytest.mark.parametrize("changes,kind", [
     (dict(q="nan"), "nonfinite_state"),
     (dict(dq="fast"), "joint_velocity"),

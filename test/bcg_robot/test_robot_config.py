@@ -67,6 +67,7 @@ def _names_with(index: int, name: str) -> list[str]:
         ({"joint_names": _names_with(0, "left_hip_roll")}, "key 'joint_names': 'left_hip_roll' appears twice"),
         ({"effort_limits": [0.0] + [10.0] * 28}, "key 'effort_limits': must be > 0 for joint 'left_hip_pitch'"),
         ({"kd": "fast"}, "key 'kd': expected a list"),
+        ({"kd": [0.0] + [2.0] * 28}, "key 'kd': must be > 0 for joint 'left_hip_pitch'"),  # DAMP would be limp
         ({"control_dt": None}, None),  # default applies; not an error
         ({"position_upper": [3.0] + [2.8798] * 28}, "key 'position_upper': 3.0 for 'left_hip_pitch' disagrees with MJCF"),
         ({"joint_names": None}, "missing key 'joint_names'"),
