@@ -125,6 +125,8 @@ class PolicyContract:
             raise ContractError(source, "policy action_scale must be > 0")
         if not (math.isfinite(self.control_dt) and self.control_dt > 0):
             raise ContractError(source, f"policy control_dt {self.control_dt} is not a positive number")
+        if not (math.isfinite(self.motion_length_s) and self.motion_length_s >= 0):
+            raise ContractError(source, f"policy motion_length_s {self.motion_length_s} is not a number >= 0")
         try:
             check_observation_spec(self.observation_spec)
         except ValueError as err:

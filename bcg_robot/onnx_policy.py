@@ -6,8 +6,9 @@ then by one inference on a neutral state: a size the graph leaves symbolic is ch
 there, and an output that is not one row of the robot's joints never reaches the control
 loop, which would broadcast it); the contract comes from the
 file's metadata (``custom_metadata_map``) and must match the robot config (joint names
-and order, count, control dt, observation spec, default pose, gains within
-``policy_gain_ratio``). Any problem is a :class:`ContractError`: one line naming the file.
+and order, count, control dt, a known observation spec, a default pose within the joint
+limits, gains within ``policy_gain_ratio``; the control loop then wants the default pose
+within the soft limits). Any problem is a :class:`ContractError`: one line naming the file.
 """
 
 from __future__ import annotations

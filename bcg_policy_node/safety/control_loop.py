@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from bcg_robot.config import RobotConfig
-from bcg_robot.errors import ConfigError
+from bcg_robot.errors import ConfigError, ContractError
 from bcg_robot.contract import PolicyContract
 from bcg_robot.observation import raw_inputs
 from bcg_robot.wire import LowCommand
@@ -75,6 +75,12 @@ class ControlLoop:
         if np.any(self.damping_kd <= 0):  # a robot config's kd is > 0 (RobotConfig.validate)
             raise ConfigError(robot.source, "damping needs kd > 0 on every joint")
         self.limits = TargetLimits.for_robot(robot, config)
+        outside = np.flatnonzero((self.default_pose < self.limits.soft_lower) | (self.default_pose > self.limits.soft_upper))
+        if outside.size:  # RAMP and HOLD would silently aim at the clamped pose instead
+            j = outside[0]
+            raise ContractError(getattr(policy, "source", "<policy>"),
+                                f"policy default pose of '{robot.joint_names[j]}' ({self.default_pose[j]:g}) is outside the "
+                                f"soft limits [{self.limits.soft_lower[j]:g}, {self.limits.soft_upper[j]:g}] (joint_limit_margin)")
         self.watchdog = StateWatchdog(robot, config, self.dt)
         self.machine = ControlStateMachine(config.ramp_duration)
         self.deadman_timeout = deadman_timeout

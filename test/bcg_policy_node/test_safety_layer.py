@@ -7,7 +7,7 @@ import pytest
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
-from bcg_robot.errors import ConfigError
+from bcg_robot.errors import ConfigError, ContractError
 from bcg_robot.pd import pd_torque
 from bcg_robot.remote import RemoteState
 from bcg_robot.yaml_dataclass import from_mapping
@@ -96,6 +96,19 @@ def test_safety_config_values_outside_their_ranges_are_refused(tmp_path, text, m
     with pytest.raises(ConfigError) as err:
         load_safety_config(path)
     assert str(err.value).startswith(str(path)) and match in str(err.value), str(err.value)
+
+
+def test_a_policy_default_pose_outside_the_soft_limits_is_refused(robot):
+    """Inside the hard limits (the contract check passes) but within joint_limit_margin of one:
+    HOLD would have aimed at the clamped pose without a word."""
+    j = robot.joint_names.index("left_knee")
+    pose = list(robot.default_pose)
+    pose[j] = robot.upper[j] - 0.01
+    policy = FakePolicy(robot)
+    policy.contract = dataclasses.replace(policy.contract, default_pose=tuple(pose))
+    policy.contract.check_against(robot, "policy.onnx")
+    with pytest.raises(ContractError, match="policy default pose of 'left_knee' .* is outside the soft limits"):
+        ControlLoop(robot, policy, SafetyConfig())
 
 
 def test_a_state_wait_that_eats_the_control_period_is_refused(robot):

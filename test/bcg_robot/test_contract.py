@@ -34,6 +34,8 @@ def test_metadata_round_trip(robot):
         (lambda c, r: dataclasses.replace(c, observation_spec=("joint_pos_rel", "base_lin_vel")), "unknown observation feature 'base_lin_vel'"),
         (lambda c, r: dataclasses.replace(c, kp=c.kp[:5]), "policy 'kp' has 5 values for 29 joints"),
         (lambda c, r: dataclasses.replace(c, default_pose=(9.0,) + c.default_pose[1:]), "default pose of 'left_hip_pitch'"),
+        (lambda c, r: dataclasses.replace(c, motion_length_s=float("nan")), "policy motion_length_s nan is not a number >= 0"),
+        (lambda c, r: dataclasses.replace(c, motion_length_s=-2.0), "policy motion_length_s -2.0 is not a number >= 0"),
     ],
 )
 def test_contract_mismatches_are_named(robot, change, message):
