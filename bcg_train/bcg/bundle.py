@@ -183,6 +183,15 @@ class BundledSim:
     def with_sim(self, sim: MjxSim) -> "BundledSim":
         return BundledSim(sim, self.config)
 
+    @staticmethod
+    def add_qvel(state: BundledState, delta: jax.Array) -> BundledState:
+        """Adds ``delta`` (K, nv) to each environment's velocity, in its bundle's branches too:
+        a running bundle continues from its branch states, not from the environment's (their
+        mean), so a push applied to the environment alone was lost at the next step."""
+        data = state.sim.data
+        sim = state.sim.replace(data=data.replace(qvel=data.qvel + delta))
+        return BundledState(sim=sim, bundle=dataclasses.replace(state.bundle, qvel=state.bundle.qvel + delta[:, None]))
+
     # -- reset ------------------------------------------------------------------------
     def reset(self, rngs: jax.Array) -> BundledState:
         """Batch of environments at the initial configuration; ``rngs`` is (K, key)."""
@@ -325,12 +334,15 @@ class BundledSim:
         dq, dqd = jax.vmap(offsets)(_take(nominal_data, index), nominal_contact.force_peak[index], offset_keys)
         perturb = jax.vmap(jax.vmap(lambda qpos, d: integrate_configuration(sim.mj_model, qpos, d), (None, 0)))
         tile = lambda x: jnp.broadcast_to(x[:, None], (m, b) + x.shape[1:])
-        fresh = (perturb(pre.qpos[index], dq), pre.qvel[index][:, None] + dqd, tile(pre.qacc_warmstart[index]), tile(pre.act[index]))
+        unperturbed = (tile(pre.qpos[index]), tile(pre.qvel[index]), tile(pre.qacc_warmstart[index]), tile(pre.act[index]))
+        perturbed = (perturb(pre.qpos[index], dq), pre.qvel[index][:, None] + dqd) + unperturbed[2:]
         old = _take(bundle, index)
-        # a running bundle continues from its branches; every other slot starts from the
-        # perturbed pre-step state (a slot that needs nothing runs only if its chunk does,
-        # and its result is discarded)
-        inputs = _select(active[index], (old.qpos, old.qvel, old.qacc_warmstart, old.act), fresh)
+        # a running bundle continues from its branches, a new one from the perturbed pre-step
+        # state; a slot that needs nothing runs only if its chunk does, and its result is
+        # discarded: it repeats the nominal step, so its rows cannot blow up and send NaN
+        # (0 x inf) back into a healthy environment's gradient
+        inputs = _select(active[index], (old.qpos, old.qvel, old.qacc_warmstart, old.act),
+                         _select(start[index], perturbed, unperturbed))
         put = lambda buffer, x: buffer.at[k : k + m * b].set(x.reshape((m * b,) + x.shape[2:]))
         rows = _Rows(
             qpos=put(rows.qpos, inputs[0]), qvel=put(rows.qvel, inputs[1]), qacc_warmstart=put(rows.qacc_warmstart, inputs[2]),

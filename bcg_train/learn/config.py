@@ -95,6 +95,15 @@ class SHACConfig:
             raise ValueError("shac.state_grad_clip must be >= 0 (0: off)")
         if not (0 < self.gamma <= 1 and 0 <= self.td_lambda <= 1):
             raise ValueError("shac.gamma must be in (0, 1] and shac.td_lambda in [0, 1]")
+        positive = ("actor_lr", "critic_lr", "lr_end", "actor_grad_clip", "critic_grad_clip", "obs_clip", "action_clip",
+                    "actor_output_scale")
+        for name in positive:  # a clip of 0 zeroes every update: nothing trains, and nothing says why
+            if not getattr(self, name) > 0:
+                raise ValueError(f"shac.{name} must be > 0, got {getattr(self, name)}")
+        if not 0 <= self.target_critic_alpha < 1:
+            raise ValueError(f"shac.target_critic_alpha must be in [0, 1) (1: the target never moves), got {self.target_critic_alpha}")
+        if self.action_noise_std < 0:
+            raise ValueError(f"shac.action_noise_std must be >= 0, got {self.action_noise_std}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +125,8 @@ class TrainConfig:
         self.shac.validate()
         if self.devices < 0:
             raise ValueError("devices must be >= 0")
+        if self.checkpoint_every < 1:  # found after the first compiled iteration otherwise (minutes on the G1)
+            raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -79,6 +79,8 @@ class DomainRandomizationConfig:
                 raise ValueError(f"domain randomization '{name}': lower bound {lo} above upper bound {hi}")
         if not 0.0 <= self.latency_probability <= 1.0:
             raise ValueError("domain randomization 'latency_probability' must be in [0, 1]")
+        if self.push_velocity < 0 or self.model_resample_steps < 1:
+            raise ValueError("domain randomization: 'push_velocity' must be >= 0 and 'model_resample_steps' >= 1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,3 +158,9 @@ class ImitationConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         self.domain.validate()
         self.push_recovery.validate(self.rewards.names())
+        for name in self.rewards.names():
+            term = getattr(self.rewards, name)
+            if not term.sigma > 0:  # exp(-error / 0): a term that is always 0, or NaN at zero error
+                raise ValueError(f"rewards.{name}.sigma must be > 0, got {term.sigma}")
+        if not 0 < self.physics_dt <= 0.05:
+            raise ValueError(f"physics_dt must be in (0, 0.05] s, got {self.physics_dt}")

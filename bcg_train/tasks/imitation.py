@@ -296,9 +296,8 @@ class ImitationTask:
         k_vel, k_next = jax.random.split(rng)
         push = countdown <= 0
         dv = jax.random.uniform(k_vel, (k, 2), minval=-1.0, maxval=1.0) * self.cfg.domain.push_velocity
-        data = sim.sim.data
-        qvel = data.qvel.at[:, :2].add(jnp.where(push[:, None], dv, 0.0))
-        sim = dataclasses.replace(sim, sim=sim.sim.replace(data=data.replace(qvel=qvel)))
+        delta = jnp.zeros_like(sim.sim.data.qvel).at[:, :2].set(jnp.where(push[:, None], dv, 0.0))
+        sim = BundledSim.add_qvel(sim, delta)  # a running bundle's branches are pushed too
         return sim, jnp.where(push, self._push_interval(k_next, k), countdown), jnp.where(push, self.recovery_steps, recovery_left)
 
     def sim_failed(self, sim: BundledState, reference_root_pos: jax.Array) -> jax.Array:

@@ -208,3 +208,27 @@ def test_offsets_are_constants_and_scale_with_sigma():
     _, (dq0, dqd0) = jax.jit(f)(data.qpos, 0.0, 0.0)
     np.testing.assert_array_equal(dq0, 0.0)
     np.testing.assert_array_equal(dqd0, 0.0)
+
+
+def test_a_push_reaches_the_branches_of_a_running_bundle():
+    """A push (a velocity change from outside the step, as domain randomization applies it)
+    during a running bundle moves the leg as it moves the plain one: the bundle continues
+    from its branch states, so the push must reach them (it was lost before)."""
+    sim, k = leg_sim(), 2
+    push = jnp.zeros((k, sim.model.nv)).at[:, 0].set(1.0)  # +1 m/s along x
+    actions = jnp.zeros((k, 2))
+
+    def pushed(mode):
+        bsim = BundledSim(sim, BCGConfig(mode=mode, num_branches=2, sigma_p=0.0, sigma_v=0.0))
+        step = jax.jit(bsim.step)
+        state = step(bsim.reset(jax.random.split(jax.random.PRNGKey(0), k)), actions)
+        if mode is Estimator.GLOBAL_SMOOTHING:
+            assert np.all(np.asarray(state.bundle.steps_left) > 0)  # the bundle runs into the next step
+        state = step(BundledSim.add_qvel(state, push), actions)
+        return np.asarray(state.sim.data.qpos[:, 0]), np.asarray(state.sim.data.qvel[:, 0])
+
+    x_plain, vx_plain = pushed(Estimator.PLAIN)
+    x_bundle, vx_bundle = pushed(Estimator.GLOBAL_SMOOTHING)
+    assert np.all(vx_plain > 0.9) and np.all(x_plain > 0.01)  # the push moved the plain leg
+    np.testing.assert_allclose(x_bundle, x_plain, atol=1e-6)
+    np.testing.assert_allclose(vx_bundle, vx_plain, atol=1e-5)

@@ -37,6 +37,21 @@ def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("text,message", [
+    ("checkpoint_every: 0\n", "checkpoint_every must be >= 1, got 0"),  # was a ZeroDivisionError after the compile
+    ("shac:\n  actor_grad_clip: 0.0\n", "shac.actor_grad_clip must be > 0, got 0.0"),  # every update zeroed
+    ("shac:\n  target_critic_alpha: 1.0\n", "shac.target_critic_alpha must be in [0, 1)"),
+    ("task:\n  rewards:\n    joint_pos:\n      weight: 0.5\n      sigma: 0.0\n", "rewards.joint_pos.sigma must be > 0, got 0.0"),
+    ("task:\n  domain:\n    model_resample_steps: 0\n", "'model_resample_steps' >= 1"),
+])
+def test_train_rejects_values_that_would_fail_or_train_nothing_after_the_compile(tmp_path, capsys, text, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    err = _run(train_main, ["--task", "stand", "--config", str(bad), "--run-dir", str(tmp_path / "r")], capsys)
+    assert "bad.yaml" in err and message in err, err
+    assert not (tmp_path / "r").exists()
+
+
 def test_export_rejects_a_missing_checkpoint(tmp_path, capsys):
     (tmp_path / "run").mkdir()
     err = _run(export_main, [str(tmp_path / "run"), "--out", str(tmp_path / "p.onnx")], capsys)
