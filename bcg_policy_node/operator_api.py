@@ -41,6 +41,11 @@ Outputs
     ``SENTINEL_STATE_TOPIC`` ``std_msgs/String`` of the sentinel process (latched).
     ``SENTINEL_FAULT_TOPIC`` ``std_msgs/String``: a second writer of motor commands the
                          sentinel heard (``foreign_commander: ...``, latched).
+    ``SENTINEL_HEARTBEAT_TOPIC`` ``std_msgs/UInt64`` of the sentinel, 20 Hz: the node's
+                         ``sentinel_timeout_s`` (default 1 s; 0: no sentinel required) keeps
+                         it in PASSIVE until the sentinel's heartbeat is fresh and its state
+                         is WATCHING, and trips DAMP outside PASSIVE/DAMP when either stops
+                         (fault ``sentinel_missing``): nobody would damp a frozen node.
 
 Remote (unitree_sdk interface, real G1): START = run (from HOLD), L2+B = e-stop (DAMP).
 """
@@ -85,6 +90,9 @@ SENTINEL_STATE_TOPIC = "policy_sentinel/state"  # std_msgs/String: WAITING, WATC
 SENTINEL_STATE_TYPE = String
 SENTINEL_FAULT_TOPIC = "policy_sentinel/fault"  # std_msgs/String: a second commander it heard (latched)
 SENTINEL_FAULT_TYPE = String
+SENTINEL_HEARTBEAT_TOPIC = "policy_sentinel/heartbeat"  # std_msgs/UInt64: a counter, every SENTINEL_HEARTBEAT_PERIOD_S
+SENTINEL_HEARTBEAT_TYPE = UInt64
+SENTINEL_HEARTBEAT_PERIOD_S = 0.05
 
 # Remote buttons (bcg_robot.remote names) on hardware.
 REMOTE_RUN_BUTTONS = ("start",)

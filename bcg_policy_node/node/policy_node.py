@@ -12,8 +12,10 @@ configure  load robot config, safety config and policy; check the policy's contr
            only by the control timer and the damping of deactivate/shutdown.
 activate   enable the lifecycle publishers, then start the 50 Hz control timer (own
            callback group) in PASSIVE; the control loop
-           (bcg_policy_node.safety.control_loop) ramps to the default pose, holds it
-           and runs the policy only after the operator's run request.
+           (bcg_policy_node.safety.control_loop) ramps to the default pose once the
+           sentinel's heartbeat is fresh and it watches (``sentinel_timeout_s``; 0: no
+           sentinel required), holds it and runs the policy only after the operator's
+           run request.
 deactivate send damping, stop the timer, then disable the lifecycle publishers.
 cleanup    close the interface, destroy every entity configure created; configure can
            run again. Shutdown (from any state) and error processing do the same (error
@@ -64,12 +66,18 @@ class PolicyNode(LifecycleNode):
         self.safety_config_path = self.declare_parameter("safety_config", str(DEFAULT_SAFETY_CONFIG)).value
         self.interface_params = InterfaceParams.declare(self)
         self.deadman_timeout = float(self.declare_parameter("deadman_timeout_s", 0.0).value)
+        # the sentinel (a second process) must be WATCHING with a fresh heartbeat before the node
+        # leaves PASSIVE, and outside PASSIVE/DAMP its silence trips DAMP (0: not required)
+        self.sentinel_timeout = float(self.declare_parameter("sentinel_timeout_s", 1.0).value)
         self.diagnostics_period = float(self.declare_parameter("diagnostics_period_s", 1.0).value)
         self.autostart = bool(self.declare_parameter("autostart", False).value)
         if not self.policy_path:
             raise BCGInputError("policy_node", "parameter 'policy_path' is required (an ONNX policy file)")
         if self.deadman_timeout < 0:
             raise BCGInputError("policy_node", f"parameter 'deadman_timeout_s' must be >= 0, got {self.deadman_timeout}")
+        if not (self.sentinel_timeout == 0 or 2 * api.SENTINEL_HEARTBEAT_PERIOD_S <= self.sentinel_timeout <= 10):
+            raise BCGInputError("policy_node", f"parameter 'sentinel_timeout_s' must be 0 (no sentinel) or in "
+                                               f"[{2 * api.SENTINEL_HEARTBEAT_PERIOD_S:g}, 10] s, got {self.sentinel_timeout}")
         if not self.diagnostics_period > 0:
             raise BCGInputError("policy_node", "parameter 'diagnostics_period_s' must be > 0")
 
@@ -113,6 +121,10 @@ class PolicyNode(LifecycleNode):
             keep("service", self.create_service(Trigger, name, handler, callback_group=group))
         keep("subscription", self.create_subscription(Bool, api.ESTOP_TOPIC, self._on_estop, 10, callback_group=group))
         keep("subscription", self.create_subscription(Empty, api.DEADMAN_TOPIC, self._on_deadman, 10, callback_group=group))
+        keep("subscription", self.create_subscription(UInt64, api.SENTINEL_HEARTBEAT_TOPIC, self._on_sentinel_heartbeat, 10,
+                                                      callback_group=group))
+        keep("subscription", self.create_subscription(String, api.SENTINEL_STATE_TOPIC, self._on_sentinel_state,
+                                                      api.latched_qos(), callback_group=group))
         self._state_pub = keep("publisher", self.create_publisher(String, api.STATE_TOPIC, api.latched_qos()))
         self._fault_pub = keep("publisher", self.create_publisher(String, api.FAULT_TOPIC, api.latched_qos()))
         self._heartbeat_pub = keep("lifecycle_publisher", self.create_lifecycle_publisher(UInt64, api.HEARTBEAT_TOPIC, 10))
@@ -139,7 +151,7 @@ class PolicyNode(LifecycleNode):
             robot = load_robot_config(self.robot_config_path)
             safety = load_safety_config(self.safety_config_path)
             policy = OnnxPolicy.load(Path(self.policy_path), robot)
-            ControlLoop(robot, policy, safety, self.deadman_timeout)  # validates gains and soft limits
+            ControlLoop(robot, policy, safety, self.deadman_timeout, self.sentinel_timeout)  # validates gains and soft limits
             interface = open_interface(self, self.interface_params, robot, self._state_group, role="node")
         except BCGInputError as err:
             self.configure_error = str(err)
@@ -161,7 +173,7 @@ class PolicyNode(LifecycleNode):
         if enabled != TransitionCallbackReturn.SUCCESS:
             return enabled
         with self._lock:
-            self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout)
+            self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout, self.sentinel_timeout)
             self.timing = TickTiming()
             self._last_tick_start = None
             self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
@@ -246,6 +258,14 @@ class PolicyNode(LifecycleNode):
     def _on_deadman(self, msg: Empty) -> None:
         with self._lock:
             self._inputs.deadman_at = time.monotonic()
+
+    def _on_sentinel_heartbeat(self, msg: UInt64) -> None:
+        with self._lock:
+            self._inputs.sentinel_at = time.monotonic()
+
+    def _on_sentinel_state(self, msg: String) -> None:
+        with self._lock:
+            self._inputs.sentinel_state = msg.data
 
     # control tick --------------------------------------------------------------------
     def _lease_commands(self) -> None:

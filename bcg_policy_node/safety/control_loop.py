@@ -42,6 +42,8 @@ class OperatorInputs:
     estop: bool = False  # the e-stop level as last received
     estop_pulse: bool = False  # an assertion since the last tick: latched, so a pulse shorter than a tick trips
     deadman_at: float | None = None  # time of the last deadman heartbeat (same clock as ticks)
+    sentinel_at: float | None = None  # time of the sentinel's last heartbeat (same clock as ticks)
+    sentinel_state: str | None = None  # the sentinel's state as last received (WAITING, WATCHING, TAKEN_OVER)
 
     def set_estop(self, asserted: bool) -> None:
         """The e-stop callback: the level, and the latch the next tick consumes."""
@@ -59,11 +61,13 @@ class TickResult:
     ran_policy: bool
 
 
-_NOW_FAULT_KINDS = ("estop", "deadman", "foreign_commander")  # re-evaluated at a reset request
+_NOW_FAULT_KINDS = ("estop", "deadman", "sentinel_missing", "foreign_commander")  # re-evaluated at a reset request
+_ENERGIZED_ONLY = ("deadman", "sentinel_missing")  # present in PASSIVE they keep it there; they trip outside it
 
 
 class ControlLoop:
-    def __init__(self, robot: RobotConfig, policy: Policy, config: SafetyConfig, deadman_timeout: float = 0.0):
+    def __init__(self, robot: RobotConfig, policy: Policy, config: SafetyConfig, deadman_timeout: float = 0.0,
+                 sentinel_timeout: float = 0.0):
         contract = policy.contract
         self.robot, self.policy, self.config = robot, policy, config
         self.dt = contract.control_dt
@@ -84,6 +88,7 @@ class ControlLoop:
         self.watchdog = StateWatchdog(robot, config, self.dt)
         self.machine = ControlStateMachine(config.ramp_duration)
         self.deadman_timeout = deadman_timeout
+        self.sentinel_timeout = sentinel_timeout  # 0: no sentinel required
         self.lease = CommanderLease(config.foreign_commander_window_s)
         self.last_faults: list[Fault] = []
         self._last_target: np.ndarray | None = None
@@ -129,6 +134,13 @@ class ControlLoop:
                 faults.append(Fault("deadman", "no operator deadman heartbeat yet"))
             elif now - inputs.deadman_at > self.deadman_timeout:
                 faults.append(Fault("deadman", f"operator deadman silent for {(now - inputs.deadman_at) * 1e3:.0f} ms"))
+        if self.sentinel_timeout > 0:
+            if inputs.sentinel_at is None:
+                faults.append(Fault("sentinel_missing", "no sentinel heartbeat yet: start the sentinel (nobody would damp a frozen node)"))
+            elif now - inputs.sentinel_at > self.sentinel_timeout:
+                faults.append(Fault("sentinel_missing", f"sentinel heartbeat silent for {(now - inputs.sentinel_at) * 1e3:.0f} ms"))
+            elif inputs.sentinel_state != "WATCHING":
+                faults.append(Fault("sentinel_missing", f"sentinel is {inputs.sentinel_state or 'in an unknown state'}, not WATCHING"))
         return faults
 
     def _lease_faults(self, now: float) -> list[Fault]:
@@ -144,7 +156,7 @@ class ControlLoop:
         faults = self.watchdog.check(now, state) + self._operator_faults(now, inputs) + self._lease_faults(now)
         self.last_faults = faults
         energized = m.state in (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)
-        tripping = [f for f in faults if f.kind != "deadman" or energized]
+        tripping = [f for f in faults if f.kind not in _ENERGIZED_ONLY or energized]
         if tripping:
             m.trip(tripping[0], now)
         if state is None:

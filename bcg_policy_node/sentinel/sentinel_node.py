@@ -8,7 +8,9 @@ damping_kd_scale of the safety config) through the same interface at the control
 until the node's heartbeat returns. Commands from any writer other than the node (and
 itself) are a second commander: logged and published on
 operator_api.SENTINEL_FAULT_TOPIC; they never count as the node's commands. Its state is
-published on operator_api.SENTINEL_STATE_TOPIC. The sentinel never releases sport mode;
+published on operator_api.SENTINEL_STATE_TOPIC, and its own heartbeat on
+operator_api.SENTINEL_HEARTBEAT_TOPIC (20 Hz): the node leaves PASSIVE only while both say
+it runs and watches. The sentinel never releases sport mode;
 on unitree_sdk it reads ``rt/lowstate`` for ``mode_machine`` and sends nothing before that.
 
 Every robot-side reader is polled by the check timer (no DDS listener: see
@@ -62,11 +64,19 @@ class SentinelNode(Node):
         self._state_pub = self.create_publisher(String, api.SENTINEL_STATE_TOPIC, api.latched_qos())
         self._fault_pub = self.create_publisher(String, api.SENTINEL_FAULT_TOPIC, api.latched_qos())
         self._state_pub.publish(String(data=self.watch.state.value))
+        # the node waits for this (and WATCHING) before it ramps: a sentinel that is not running cannot take over
+        self._heartbeat_pub = self.create_publisher(UInt64, api.SENTINEL_HEARTBEAT_TOPIC, 10)
+        self._heartbeats = 0
         self.create_timer(self.check_period, self._on_check, callback_group=group)
+        self.create_timer(api.SENTINEL_HEARTBEAT_PERIOD_S, self._on_heartbeat_timer, callback_group=group)
         self.get_logger().info(f"watching policy node ({params.kind}), takeover after {self.timeout * 1e3:.0f} ms of silence")
 
     def _on_heartbeat(self, msg: UInt64) -> None:
         self.watch.on_heartbeat(time.monotonic())
+
+    def _on_heartbeat_timer(self) -> None:
+        self._heartbeats += 1
+        self._heartbeat_pub.publish(UInt64(data=self._heartbeats))
 
     def _on_check(self) -> None:
         for seen in self.interface.take_commands():

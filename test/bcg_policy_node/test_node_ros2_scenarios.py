@@ -53,7 +53,7 @@ def rig(robot, tmp_path_factory):
     obs.deadman_enabled.set()
     procs.start_module("robot", BRIDGE_MODULE, robot_parameters(frozen_pose=True, state_rate_hz=200.0))
     procs.start_module("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
-                                      "deadman_timeout_s": DEADMAN_S})
+                                      "deadman_timeout_s": DEADMAN_S, "sentinel_timeout_s": 0.0})  # no sentinel here
     try:
         wait_first_hold(obs, procs)
         yield obs, procs, tmp, safety, policy
@@ -197,7 +197,8 @@ def test_a_policy_that_outputs_nan_is_damped_at_its_first_tick(rig, robot):
     procs.stop("node")  # the tests below start their own nodes
     t_start = time.monotonic()
     nan_policy = write_policy(tmp / "nan.onnx", robot, "nan")
-    procs.start_module("nan_node", NODE_MODULE, {"policy_path": str(nan_policy), "safety_config": str(safety), "autostart": True})
+    procs.start_module("nan_node", NODE_MODULE, {"policy_path": str(nan_policy), "safety_config": str(safety), "autostart": True,
+                                          "sentinel_timeout_s": 0.0})
     try:
         obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
         for _ in range(TRIES):
@@ -280,14 +281,19 @@ def call_and_wait(client, request, timeout=30.0):
     return future.result()
 
 
-def test_killing_the_node_makes_the_sentinel_damp(rig, robot):
+def test_the_node_waits_for_the_sentinel_and_killing_the_node_makes_the_sentinel_damp(rig, robot):
     obs, procs, tmp, safety, policy = rig
     procs.stop("node")
     t_start = time.monotonic()
+    # the default sentinel_timeout_s: without a watching sentinel the node stays in PASSIVE (zero torque)
     procs.start_module("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
-    procs.start_module("sentinel", SENTINEL_MODULE, {})
     obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
-    enter_run(obs)
+    t_passive = time.monotonic()
+    time.sleep(1.5)
+    assert {s for t, s in obs.states if t > t_passive} == {"PASSIVE"}
+    assert position_commands(obs.received_since(t_passive)) == [] and obs.received_since(t_passive)
+    procs.start_module("sentinel", SENTINEL_MODULE, {})
+    enter_run(obs)  # the sentinel arms on the node's commands, and the node ramps and holds
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(0.5)
     t_kill = time.monotonic()

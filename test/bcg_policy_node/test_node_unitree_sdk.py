@@ -75,7 +75,7 @@ def test_sport_mode_release_without_a_motion_switcher_is_a_clear_error(rig):
 def sdk_node(rig):
     obs, procs, tmp, safety, policy = rig
     procs.start_module("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
-                                      **sdk_params(release_sport_mode=False)})
+                                      "sentinel_timeout_s": 0.0, **sdk_params(release_sport_mode=False)})
     wait_first_hold(obs, procs)
     return rig
 

@@ -51,10 +51,10 @@ class FakePolicy:
 class Rig:
     """A control loop driven tick by tick on a fake clock with fresh states."""
 
-    def __init__(self, robot, policy=None, config=SafetyConfig(), deadman=0.0):
+    def __init__(self, robot, policy=None, config=SafetyConfig(), deadman=0.0, sentinel=0.0):
         self.robot = robot
         self.policy = policy or FakePolicy(robot)
-        self.loop = ControlLoop(robot, self.policy, config, deadman)
+        self.loop = ControlLoop(robot, self.policy, config, deadman, sentinel)
         self.t, self.tick_no = 100.0, 0
         self.inputs = OperatorInputs()
 
@@ -297,6 +297,42 @@ def test_estop_and_deadman(robot):
     rig.inputs.set_estop(False)
     rig.step()
     assert rig.loop.request_reset(rig.t, rig.inputs)[0]
+
+
+def test_the_node_leaves_passive_only_with_a_watching_sentinel_and_damps_when_it_goes_silent(robot):
+    rig = Rig(robot, sentinel=1.0)
+    for _ in range(10):  # no sentinel heard: PASSIVE (zero torque), not a trip
+        result = rig.step()
+    assert result.state is ControlState.PASSIVE and [f.kind for f in result.faults] == ["sentinel_missing"]
+    assert "no sentinel heartbeat yet" in result.faults[0].message
+    rig.inputs.sentinel_at, rig.inputs.sentinel_state = rig.t, "WAITING"  # up, not armed (it arms on the node's commands)
+    assert rig.step().state is ControlState.PASSIVE
+    rig.inputs.sentinel_state = "WATCHING"
+    assert rig.step().state is ControlState.RAMP
+    for _ in range(int(2.0 / DT) + 2):
+        rig.inputs.sentinel_at = rig.t
+        result = rig.step()
+    assert result.state is ControlState.HOLD
+    assert rig.loop.request_run(rig.t)[0]
+    rig.inputs.sentinel_at = rig.t  # its last heartbeat: 1 s later, DAMP
+    for _ in range(int(1.0 / DT) - 1):
+        result = rig.step()
+        assert result.state is ControlState.RUN
+    rig.step()
+    result = rig.step()
+    assert result.state is ControlState.DAMP and result.command.is_damping()
+    assert rig.loop.machine.fault.kind == "sentinel_missing" and "sentinel heartbeat silent" in rig.loop.machine.fault.message
+    ok, why = rig.loop.request_reset(rig.t, rig.inputs)
+    assert not ok and "sentinel_missing" in why
+    rig.inputs.sentinel_at = rig.t
+    assert rig.loop.request_reset(rig.t, rig.inputs)[0]
+
+
+def test_a_sentinel_that_takes_over_keeps_the_node_from_ramping(robot):
+    rig = Rig(robot, sentinel=1.0)
+    rig.inputs.sentinel_at, rig.inputs.sentinel_state = rig.t, "TAKEN_OVER"
+    result = rig.step()
+    assert result.state is ControlState.PASSIVE and "sentinel is TAKEN_OVER, not WATCHING" in result.faults[0].message
 
 
 def test_remote_start_needs_a_fresh_press_in_hold(robot):
