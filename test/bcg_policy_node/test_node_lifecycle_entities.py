@@ -24,7 +24,8 @@ from bcg_policy_node.node.policy_node import PolicyNode
 NAMESPACES = (f"/lifecycle_entities_{os.getpid()}_{i}" for i in itertools.count())
 OUTPUT_TOPICS = (api.STATE_TOPIC, api.FAULT_TOPIC, api.HEARTBEAT_TOPIC, api.TIMING_TOPIC, api.JOINT_STATES_TOPIC,
                  api.DIAGNOSTICS_TOPIC, COMMAND_TOPIC)
-INPUT_TOPICS = (api.ESTOP_TOPIC, api.DEADMAN_TOPIC, COMMAND_TOPIC)  # lowcmd: watched for other writers
+INPUT_TOPICS = (api.ESTOP_TOPIC, api.DEADMAN_TOPIC, api.SENTINEL_HEARTBEAT_TOPIC, api.SENTINEL_STATE_TOPIC,
+                COMMAND_TOPIC)  # lowcmd: watched for other writers
 SERVICES = (api.RUN_SERVICE, api.STOP_SERVICE, api.RESET_SERVICE)
 
 
@@ -98,8 +99,8 @@ def test_entities_exist_from_configure_to_cleanup_and_configure_runs_again(node)
         wait_for_graph(node, tuple(b | o for b, o in zip(unconfigured, operator)), f"configured ({cycle})")
         added = {k: v - before[k] for k, v in local_entities(node).items()}
         # publishers: state, fault, heartbeat, timing, joint states, diagnostics, lowcmd;
-        # subscriptions: e-stop, deadman, lowcmd; run/stop/reset; the diagnostics timer
-        assert added == {"publishers": 7, "subscriptions": 3, "services": 3, "timers": 1}, cycle
+        # subscriptions: e-stop, deadman, the sentinel's heartbeat and state, lowcmd; run/stop/reset; the diagnostics timer
+        assert added == {"publishers": 7, "subscriptions": 5, "services": 3, "timers": 1}, cycle
         assert state_helper_present(node)
         outputs = lifecycle_publishers(node)  # heartbeat, timing, joint states and the motor commands
         assert sorted(p.topic_name for p in outputs) == sorted(
