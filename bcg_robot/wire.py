@@ -42,6 +42,10 @@ UNITREE_STATE_TOPIC = "rt/lowstate"
 UNITREE_COMMAND_TOPIC = "rt/lowcmd"
 UNITREE_NUM_MOTORS = 35
 UNITREE_MODE_MACHINE_29DOF = 5
+UNITREE_MODE_MACHINE_23DOF = 4
+# LowState's mode_machine by the robot's joint count (g1.md): a robot config with 29 joints
+# on a robot that reports another variant would run its policy on the wrong motors
+UNITREE_MODE_MACHINE_BY_JOINTS = {29: UNITREE_MODE_MACHINE_29DOF, 23: UNITREE_MODE_MACHINE_23DOF}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ class InterfaceParams:
     kind: str = "ros2"  # "ros2" (sim bridge topics) or "unitree_sdk" (rt/lowstate, rt/lowcmd)
     domain_id: int = 1  # unitree_sdk DDS domain: 0 on the robot, 1 for the simulator convention
     network_interface: str = "lo"  # unitree_sdk NIC: the robot's 192.168.123.x interface on hardware
-    mode_pr: int = 0  # unitree_sdk LowCmd mode_pr: 0 pitch/roll ankles, 1 A/B
+    mode_pr: int = 0  # unitree_sdk LowCmd mode_pr: 0 pitch/roll ankles (the robot config's ankle joints); 1 (A/B) is refused
     release_sport_mode: bool = True  # unitree_sdk: MotionSwitcherClient release first (false on the sim bridge)
     motion_switcher_timeout_s: float = 5.0
     check_state_crc: bool = True  # unitree_sdk: drop LowState samples whose CRC is wrong
@@ -40,8 +40,9 @@ class InterfaceParams:
             raise BCGInputError(source, f"parameter 'domain_id': {self.domain_id} not in 0..232")
         if not self.network_interface:
             raise BCGInputError(source, "parameter 'network_interface' is empty")
-        if self.mode_pr not in (0, 1):
-            raise BCGInputError(source, f"parameter 'mode_pr': {self.mode_pr} is not 0 or 1")
+        if self.mode_pr != 0:  # the policy's and the config's ankle joints are pitch and roll
+            raise BCGInputError(source, f"parameter 'mode_pr': {self.mode_pr}, but only 0 (pitch/roll ankles, the robot "
+                                        f"config's ankle joints) is supported; 1 (A/B) would drive the ankles' motors differently")
         if not self.motion_switcher_timeout_s > 0:
             raise BCGInputError(source, "parameter 'motion_switcher_timeout_s' must be > 0")
 

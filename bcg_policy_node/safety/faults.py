@@ -7,7 +7,8 @@ import dataclasses
 # Every watchdog, by the kind it reports (the benchmark measures each one's reaction).
 FAULT_KINDS = (
     "stale_state", "tick_stalled", "nonfinite_state", "nonfinite_action", "policy_error", "joint_velocity", "tilt",
-    "motor_fault", "motor_temperature", "estop", "remote_estop", "deadman", "sentinel_missing", "operator_stop", "foreign_commander",
+    "motor_fault", "motor_temperature", "robot_variant", "estop", "remote_estop", "deadman", "sentinel_missing",
+    "operator_stop", "foreign_commander",
 )
 
 

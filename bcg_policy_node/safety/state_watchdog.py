@@ -7,6 +7,7 @@ import numpy as np
 
 from bcg_robot.config import RobotConfig
 from bcg_robot.observation import projected_gravity
+from bcg_robot.wire import UNITREE_MODE_MACHINE_BY_JOINTS
 
 from bcg_policy_node.config.safety_config import SafetyConfig
 from bcg_policy_node.interfaces.robot_state import RobotState
@@ -32,6 +33,7 @@ class StateWatchdog:
         self.velocity_limit = robot.velocity * config.velocity_fraction
         self._last_tick: int | None = None
         self._tick_changed_at = 0.0
+        self.mode_machine = UNITREE_MODE_MACHINE_BY_JOINTS.get(robot.num_joints)  # None: no Unitree variant has this count
 
     def reset(self) -> None:
         self._last_tick = None
@@ -56,6 +58,9 @@ class StateWatchdog:
         stalled = state.received_at - self._tick_changed_at
         if stalled > self.stale_after:
             faults.append(Fault("tick_stalled", f"state tick stuck at {self._last_tick} for {stalled * 1e3:.0f} ms"))
+        if state.mode_machine and state.mode_machine != self.mode_machine:  # 0: not reported (ros2 transport)
+            faults.append(Fault("robot_variant", f"the robot reports mode_machine {state.mode_machine}, a robot config "
+                                                 f"with {self.robot.num_joints} joints needs {self.mode_machine}"))
         if not state.is_finite():
             faults.append(Fault("nonfinite_state", "NaN/Inf in robot state (joint positions, velocities or IMU)"))
             return faults

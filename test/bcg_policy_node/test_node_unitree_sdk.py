@@ -1,10 +1,10 @@
 """The policy node over real unitree_sdk2py DDS on ``lo``, against the sim bridge (its G1 frozen at the default pose).
 
 The SDK side runs in a domain of its own, away from the ROS domain of this test process
-(ROS topic ``lowcmd`` is DDS topic ``rt/lowcmd`` too). The bridge reports mode_machine 4
-(not the 29-DoF default 5) so a copied value is told apart from a hard-coded one; it
-drops and counts every LowCmd with a wrong CRC or mode_machine, and counts every one that
-disables a motor.
+(ROS topic ``lowcmd`` is DDS topic ``rt/lowcmd`` too). The bridge reports the 29-DoF
+mode_machine 5; it drops and counts every LowCmd with a wrong CRC or mode_machine, and
+counts every one that disables a motor. The last test restarts it as a 23-DoF robot
+(mode_machine 4): the node's zero-torque commands carry the copied 4, and it never ramps.
 """
 
 import os
@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 import pytest
+
+from bcg_robot.wire import UNITREE_MODE_MACHINE_23DOF, UNITREE_MODE_MACHINE_29DOF
 import rclpy
 
 from bcg_robot.config import load_robot_config
@@ -29,7 +31,7 @@ from bcg_sim_bridge.unitree_probe import read_result
 
 pytestmark = pytest.mark.slow
 SDK_DOMAIN = 202 + os.getpid() % 30
-MODE_MACHINE = 4
+MODE_MACHINE = UNITREE_MODE_MACHINE_29DOF
 
 
 def sdk_params(**extra):
@@ -219,3 +221,34 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     sentinel.send_signal(signal.SIGINT)
     sentinel.wait(timeout=10)
     assert time.monotonic() - t_int < 1.0, "the sentinel did not end within 1 s of SIGINT"
+
+
+def test_a_robot_of_another_variant_is_damped_with_its_own_mode_machine_and_never_ramps(rig, robot):
+    """A 23-DoF G1 (mode_machine 4) under the 29-joint config: the policy would run on the
+    wrong motors. The node trips DAMP (robot_variant) at its first state and never sends a
+    position target, and its commands carry the robot's own mode_machine (copied, never
+    hard-coded), so the robot accepts the damping."""
+    obs, procs, tmp, safety, policy = rig
+    for name in ("node", "sentinel", "robot"):
+        procs.stop(name)
+    with obs.cond:
+        obs.robot_status = {}  # from the new bridge only
+    procs.start_module("robot23", BRIDGE_MODULE, robot_parameters(interface="unitree_sdk", domain_id=SDK_DOMAIN, frozen_pose=True,
+                                                                  state_rate_hz=100.0, mode_machine=UNITREE_MODE_MACHINE_23DOF))
+    t0 = time.monotonic()
+    n_faults = len(obs.faults)
+    procs.start_module("node23", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
+                                        "sentinel_timeout_s": 0.0, **sdk_params(release_sport_mode=False)})
+    try:
+        obs.wait_for(lambda: len(obs.faults) > n_faults, 60, "the node's fault report")
+        fault = obs.faults[n_faults][1]
+        assert fault.startswith("robot_variant:") and "mode_machine 4" in fault, obs.faults[-3:]
+        time.sleep(1.0)
+        assert {state for t, state in obs.states if t > t0} <= {"PASSIVE", "DAMP"} and obs.state() == "DAMP"
+        sent = obs.received_since(t0)
+        assert sent and not any(np.any(c.kp > 0) for _, c in sent)  # never a position target
+        status = obs.wait_for(lambda: obs.robot_status if obs.robot_status.get("accepted", 0) > 20 else None, 10, "commands")
+        assert status["bad_mode_machine"] == 0 and status["bad_crc"] == 0, status
+    finally:
+        procs.stop("node23")
+        procs.stop("robot23")

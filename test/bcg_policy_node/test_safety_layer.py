@@ -139,6 +139,19 @@ def test_each_state_watchdog_trips_on_its_condition_only(robot, changes, kind):
     assert [f.kind for f in faults] == [kind]
 
 
+def test_a_robot_that_reports_another_variant_is_damped_and_never_ramps(robot):
+    """mode_machine 4 is a 23-DoF G1: a 29-joint policy would drive the wrong motors. 0 (the
+    ros2 transport reports none) and the 29-DoF 5 pass."""
+    rig = Rig(robot)
+    result = rig.step(mode_machine=4)
+    assert result.state is ControlState.DAMP and result.command.is_damping()
+    assert [f.kind for f in result.faults] == ["robot_variant"] and rig.loop.machine.fault.kind == "robot_variant"
+    assert not rig.loop.request_reset(rig.t, rig.inputs)[0]
+    assert "mode_machine 4" in result.faults[0].message and "needs 5" in result.faults[0].message
+    for mode_machine in (0, 5):
+        assert Rig(robot).step(mode_machine=mode_machine).state is ControlState.RAMP
+
+
 def test_stale_state_and_stalled_tick(robot):
     dog = StateWatchdog(robot, SafetyConfig(), DT)
     s = make_state(robot, 1, 10.0)

@@ -77,3 +77,12 @@ def test_the_writer_stamp_names_role_and_session_and_is_under_the_crc():
     msg.reserve = command_stamp("node", 0x1A2B3C4D, 7)
     assert writer_from_stamp(msg.reserve).role == "node" and message_crc(msg) != crc  # a forged stamp breaks the CRC
     assert writer_from_stamp([STAMP_MAGIC | 9, 1, 0, 0]).role == "foreign"  # unknown role code
+
+
+def test_the_ab_ankle_mode_is_refused_because_the_config_has_pitch_and_roll_ankles():
+    from bcg_policy_node.interfaces.factory import InterfaceParams
+    from bcg_robot.errors import BCGInputError
+
+    InterfaceParams(kind="unitree_sdk", mode_pr=0).validate("policy_node")
+    with pytest.raises(BCGInputError, match=r"policy_node: parameter 'mode_pr': 1, but only 0 \(pitch/roll ankles"):
+        InterfaceParams(kind="unitree_sdk", mode_pr=1).validate("policy_node")
