@@ -12,7 +12,9 @@ lifecycle publisher: it carries commands only while the node is active.
 
 State is polled, not called back: its subscriptions (depth 1) live on a helper node that
 no executor spins, and :meth:`latest_state` takes the newest JointState and Imu when a
-tick asks (dated to the JointState's reception, :mod:`bcg_policy_node.interfaces.arrival`), so the 500 Hz stream costs no Python work between ticks. With ``wait_s`` > 0
+tick asks (dated to the older of the JointState's and the Imu's receptions,
+:mod:`bcg_policy_node.interfaces.arrival`: either stream stopping makes the state stale), so
+the 500 Hz stream costs no Python work between ticks. With ``wait_s`` > 0
 it first waits (rclpy wait set, GIL released) for the next JointState to arrive, so the
 tick computes on a fresh sample; when none comes in time it uses the newest it has.
 
@@ -85,6 +87,8 @@ class Ros2RobotInterface:
         self._n = len(joint_names)
         self._lock = threading.Lock()
         self._imu: Imu | None = None
+        self._imu_at = 0.0  # when the IMU sample in use arrived (monotonic)
+        self._imu_arrival = ArrivalClock()
         self._state: RobotState | None = None
         self._arrival = ArrivalClock()
         self._rejected = 0
@@ -140,9 +144,10 @@ class Ros2RobotInterface:
 
     def _take_state(self) -> None:
         taken = time.monotonic()  # before the take: decoding counts toward the state's age
-        imu, _ = self._take(self._imu_sub, Imu)
+        imu, imu_received = self._take(self._imu_sub, Imu)
+        imu_at = self._imu_arrival.took(taken, None if imu_received is None else imu_received - time.time() + taken)
         if imu is not None:
-            self._imu = imu
+            self._imu, self._imu_at = imu, imu_at
         msg, received = self._take(self._joint_sub, JointState)
         # the reception time is on the system clock: mapped onto this monotonic clock
         now = self._arrival.took(taken, None if received is None else received - time.time() + taken)
@@ -160,7 +165,9 @@ class Ros2RobotInterface:
         effort = np.asarray(msg.effort, dtype=np.float64) if len(msg.effort) == self._n else np.zeros(self._n)
         self._state = RobotState(
             tick=parse_tick(msg.header.frame_id, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec),
-            received_at=now,
+            # as old as its older part: an IMU stream that stopped makes the state stale
+            # (the tilt watchdog and the policy would read its last sample forever)
+            received_at=min(now, self._imu_at),
             q=np.asarray(msg.position, dtype=np.float64),
             dq=np.asarray(msg.velocity, dtype=np.float64),
             tau_est=effort,
