@@ -30,7 +30,7 @@ import numpy as np
 from bcg_train.bcg.bundle import BundledSim, BundledState
 from bcg_train.bcg.config import Estimator
 from bcg_train.bcg.perturbation import integrate_configuration
-from bcg_train.bcg.rollout import StepCost, rollout_open_loop, simulated_substeps
+from bcg_train.bcg.rollout import StepCost, bundled_count, rollout_open_loop, simulated_substeps
 from bcg_train.sim.env import SimState
 
 
@@ -201,7 +201,7 @@ def policy_gradient_statistics(
         def body(s, _):
             actions = jax.vmap(policy)(params_k, jax.vmap(observe)(s.sim))
             s = bsim.step(s, actions)
-            return s, (jax.vmap(step_cost)(s.sim, actions), jnp.any(s.bundle.bundled))
+            return s, (jax.vmap(step_cost)(s.sim, actions), bundled_count(s))
 
         final, (costs, bundled) = jax.lax.scan(body, start, None, length=horizon)
         per_env = jnp.sum(costs, axis=0)

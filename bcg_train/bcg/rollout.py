@@ -36,22 +36,24 @@ def rollout_open_loop(
     def body(carry, action_t):
         s = bsim.step(carry, action_t)
         cost = jax.vmap(step_cost)(s.sim, action_t)
-        return s, (cost, _bundled_any(bsim, s))
+        return s, (cost, bundled_count(s))
 
     final, (costs, bundled) = jax.lax.scan(body, state, jnp.swapaxes(actions, 0, 1))
     return jnp.sum(costs, axis=0), final, simulated_substeps(bsim, actions.shape[0], bundled)
 
 
-def _bundled_any(bsim: BundledSim, state: BundledState) -> jax.Array:
-    """Whether the batch ran branches in the step that produced ``state``."""
-    return jnp.any(state.bundle.bundled)
+def bundled_count(state: BundledState) -> jax.Array:
+    """How many environments ran branches in the step that produced ``state`` (the slots in use)."""
+    return jnp.sum(state.bundle.bundled.astype(jnp.int32))
 
 
-def simulated_substeps(bsim: BundledSim, num_envs: int, bundled_steps: jax.Array) -> jax.Array:
+def simulated_substeps(bsim: BundledSim, num_envs: int, bundled_per_step: jax.Array) -> jax.Array:
+    """Physics substeps the batch simulated, given the environments bundled in each step: the
+    step runs whole chunks of ``num_envs`` rows (:class:`BundledSim`), the nominal chunk and
+    ceil(bundled x B / K) branch chunks (it charged K x B rows for any bundled step before)."""
     n = bsim.sim.n_substeps
-    nominal = bundled_steps.shape[0] * num_envs * n
-    branches = jnp.sum(bundled_steps.astype(jnp.int32)) * num_envs * bsim.config.num_branches * n
-    return nominal + branches
+    branch_chunks = -(-(bundled_per_step.astype(jnp.int32) * bsim.config.num_branches) // num_envs)
+    return (bundled_per_step.shape[0] + jnp.sum(branch_chunks)) * num_envs * n
 
 
 def per_env_action_gradients(
