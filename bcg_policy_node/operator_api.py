@@ -19,7 +19,10 @@ Commands (``std_srvs/Trigger``; ``success`` false and a ``message`` saying why w
 Inputs
     ``ESTOP_TOPIC``    ``std_msgs/Bool``; ``True`` trips DAMP within one control period and
                        blocks reset until a ``False`` arrives. Latched at arrival: a pulse
-                       shorter than a control period still trips.
+                       shorter than a control period still trips. The subscription exists
+                       from configure on and is volatile: an e-stop station should publish
+                       its level periodically (an assertion sent before the node configured
+                       is not seen); on hardware the remote's L2+B is read from every state.
     ``DEADMAN_TOPIC``  ``std_msgs/Empty``; only when the node's ``deadman_timeout_s``
                        parameter is > 0: outside PASSIVE/DAMP a gap longer than that trips DAMP.
 
