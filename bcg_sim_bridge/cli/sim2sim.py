@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.contract import PolicyContract
-from bcg_robot.errors import ContractError, exit_on_input_error
+from bcg_robot.errors import ConfigError, ContractError, exit_on_input_error
 from bcg_robot.motion_csv import MotionError, load_motion_csv
 from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_robot.paths import share_file
@@ -79,8 +79,20 @@ def build_parser() -> argparse.ArgumentParser:
 def _domains(requested: int) -> tuple[int, int]:
     if requested < 0:
         env = os.environ.get("ROS_DOMAIN_ID")
-        requested = int(env) if env else random.randrange(100, 200)
+        # 1-100: ROS 2's safe range on Linux (the ports of domains past 101 fall in the ephemeral range)
+        requested = int(env) if env else random.randrange(1, 100)
     return requested, (requested + 1) % 233  # the SDK's Cyclone DDS domain, next to the ROS one
+
+
+def _check_bridge_config(path: str, physics_hz: float) -> None:
+    """The bridge config as the run overrides it (physics rate, real time), and none of the
+    settings that would let a run pass without testing anything: a frozen robot, a bridge that
+    stops by itself, or bridge-side damping."""
+    cfg = load_bridge_config(path, overrides={"physics_dt": 1.0 / physics_hz, "realtime_factor": 1.0})
+    for key, harmless in (("frozen_pose", False), ("duration_s", 0.0), ("command_timeout_s", 0.0)):
+        if getattr(cfg, key) != harmless:
+            raise ConfigError(path, f"key '{key}': {getattr(cfg, key)} would let sim-to-sim pass without testing the "
+                                    f"policy and its safety layer; it must be {harmless} here")
 
 
 def _safety_config(path: str, stale_periods: float, out: Path) -> tuple[str, str]:
@@ -151,6 +163,8 @@ def _policy_dirs(paths: list[Path], out: Path) -> list[Path]:
 
 def validate_policies(args: argparse.Namespace, robot: RobotConfig, out: Path) -> list[PolicyRun]:
     """Every policy of the run with its contract and reference (a bad one is exit 2 here, before any process)."""
+    if args.models_dir and not Path(args.models_dir).is_dir():  # else 'all' would fall back to a default-pose policy
+        raise ConfigError(args.models_dir, "not a directory (--models-dir)")
     models_dir = Path(args.models_dir) if args.models_dir else share_file("models")
     chosen = resolve_policies(args.policy, robot, out, models_dir)
     if args.reference and len(chosen) > 1:
@@ -172,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with exit_on_input_error("bcg-sim2sim"):
         robot = load_robot_config(args.robot_config)
-        load_bridge_config(args.bridge_config)
+        _check_bridge_config(args.bridge_config, args.physics_hz)
         policies = validate_policies(args, robot, out)
         safety_config = _safety_config(args.safety_config, args.stale_periods, out)
     if args.soak > 0 and len(policies) > 1:
@@ -195,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     interface = args.interface or ("both" if args.soak > 0 else "ros2")
     interfaces = INTERFACES if interface == "both" else (interface,)
     common = {"robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety_config[1]}
+    if args.soak <= 0 and not scenario_plan(args, interfaces)[0]:  # "all 0 scenario(s) passed" would be exit 0
+        print(f"bcg-sim2sim: error: nothing to run: --no-nominal and no --fault that applies to {' and '.join(interfaces)}",
+              file=sys.stderr)
+        return 2
     if args.soak > 0:
         return _soak(dataclasses.replace(base, reference=policies[0].reference), interfaces, args.soak,
                      header_base={"policy": policies[0].label, **common})
@@ -221,17 +239,23 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if 1 in codes else 3 if 3 in codes else 0
 
 
+def scenario_plan(args: argparse.Namespace, interfaces) -> tuple[list, list[str]]:
+    """The (scenario, interface) pairs the run will run, and those it cannot (not applicable)."""
+    faults = FAULTS if "all" in args.fault else tuple(dict.fromkeys(args.fault))
+    plan = [(SCENARIOS[name], itf) for itf in interfaces
+            for name in ((() if args.no_nominal else ("none",)) + faults) if itf in SCENARIOS[name].interfaces]
+    skipped = [f"{name} on {itf}: not applicable ({SCENARIOS[name].interfaces} only)" for itf in interfaces
+               for name in faults if itf not in SCENARIOS[name].interfaces]
+    return plan, skipped
+
+
 def _run_policy(opts, run: PolicyRun, args: argparse.Namespace, interfaces, header: dict, report) -> dict:
     """The scenarios of one policy, its report in ``opts.out_dir``; a section of the run (exit code, verdict, results)."""
     from bcg_sim_bridge.sim2sim.runner import retry_reason, run_scenario
     from bcg_sim_bridge.sim2sim.video import render_video
 
     out = opts.out_dir
-    faults = FAULTS if "all" in args.fault else tuple(dict.fromkeys(args.fault))
-    plan = [(SCENARIOS[name], itf) for itf in interfaces
-            for name in ((() if args.no_nominal else ("none",)) + faults) if itf in SCENARIOS[name].interfaces]
-    skipped = [f"{name} on {itf}: not applicable ({SCENARIOS[name].interfaces} only)" for itf in interfaces
-               for name in faults if itf not in SCENARIOS[name].interfaces]
+    plan, skipped = scenario_plan(args, interfaces)
     header["not_run"] = skipped or "none"
     results = []
     t0 = time.monotonic()

@@ -48,6 +48,7 @@ class BridgeLog:
     pacing: dict[str, float]
     counters: dict[str, int]
     events: list[tuple[float, str]]
+    diverged: bool = False  # MuJoCo went unstable (NaN state) and the bridge stopped: nothing after it is physics
 
     @classmethod
     def load(cls, path: str | Path) -> "BridgeLog":
@@ -59,6 +60,7 @@ class BridgeLog:
             physics_dt=float(d["physics_dt"]), pacing=pacing,
             counters=dict(zip(d["counters_names"].tolist(), d["counters"].astype(int).tolist())),
             events=list(zip(d["event_times"].tolist(), d["event_texts"].tolist())),
+            diverged=bool(d["diverged"]) if "diverged" in d.files else False,
         )
 
     def window(self, t0: float, t1: float) -> np.ndarray:

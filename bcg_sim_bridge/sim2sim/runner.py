@@ -316,7 +316,7 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
         probe_ok = "foreign_commander" in sentinel_report
     harness_error = extra.get("probe", {}).get("harness_error", "")
     passed = (not error and not harness_error and ends_in_damp and reason in scenario.expected_reasons
-              and not unexpected_early and (not fell or scenario.fall_allowed) and probe_ok)
+              and not unexpected_early and (not fell or scenario.fall_allowed) and probe_ok and not log.diverged)
     observed = (f"{reason_text or 'no trip'}; motors {last_mode.lower()}"
                 + (f"; damping reached the motors {1e3 * (damp_at - t_from):.0f} ms after injection"
                    if damp_at is not None and t_from is not None and scenario.name != "none" else "")
@@ -326,10 +326,11 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
                 + (f"; the node tripped {trip_ms:.0f} ms after the second writer's first command (the motors obey "
                    f"both writers until it stops); sentinel: {sentinel_report or 'no report'}"
                    if scenario.name == "foreign" and trip_ms is not None else "")
-                + (f"; HARNESS ERROR: {harness_error}" if harness_error else ""))
+                + (f"; HARNESS ERROR: {harness_error}" if harness_error else "")
+                + ("; THE SIMULATION DIVERGED (MuJoCo NaN state): the bridge stopped" if log.diverged else ""))
     return {
         "passed": bool(passed), "observed": observed, "reason": reason, "reason_text": reason_text,
-        "ends_in_damp": ends_in_damp, "final_motor_mode": last_mode,
+        "ends_in_damp": ends_in_damp, "final_motor_mode": last_mode, "diverged": log.diverged,
         "reaction_ms": None if damp_at is None or t_from is None else 1e3 * (damp_at - t_from),
         "trip_ms": trip_ms,  # the node's DAMP report after the injection (timeline)
         "unexpected_trips": unexpected_early,

@@ -22,8 +22,12 @@ def render_video(log: Path, out: Path, robot_config: str, timeout_s: float = 300
         env = {**os.environ, "MUJOCO_GL": backend, "PYOPENGL_PLATFORM": backend}
         code_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (code_root, env.get("PYTHONPATH", "")) if p)
-        proc = subprocess.run([sys.executable, "-m", __name__, str(log), str(out), "--robot-config", robot_config],
-                              capture_output=True, text=True, env=env, timeout=timeout_s)
+        try:
+            proc = subprocess.run([sys.executable, "-m", __name__, str(log), str(out), "--robot-config", robot_config],
+                                  capture_output=True, text=True, env=env, timeout=timeout_s)
+        except subprocess.TimeoutExpired:  # a hung GL backend must not cost the run its report
+            errors.append(f"{backend}: no GIF within {timeout_s:.0f} s")
+            continue
         if proc.returncode == 0 and out.is_file():
             return out, f"rendered offscreen with MUJOCO_GL={backend}"
         errors.append(f"{backend}: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")

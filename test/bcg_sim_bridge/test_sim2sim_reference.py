@@ -109,3 +109,34 @@ def test_a_policy_whose_clip_is_missing_or_invalid_is_exit_2_naming_the_file(tmp
     line = _one_line(_cli("--policy", str(hold), "--policy", str(policy), "--reference", str(bad), "--out", str(tmp_path / "out")))
     assert "--reference applies to one policy" in line
     assert not (tmp_path / "out" / "report.json").exists()  # nothing ran
+
+
+def test_runs_that_could_not_test_anything_are_exit_2_before_anything_starts(tmp_path):
+    out = str(tmp_path / "out")
+    line = _one_line(_cli("--policy", "all", "--models-dir", str(tmp_path / "no_such_models"), "--out", out))
+    assert str(tmp_path / "no_such_models") in line and "not a directory (--models-dir)" in line  # not a default-pose run
+    line = _one_line(_cli("--no-nominal", "--out", out))  # no scenario: it printed "all 0 scenario(s) passed", exit 0
+    assert line.startswith("bcg-sim2sim: error: nothing to run")
+    line = _one_line(_cli("--no-nominal", "--fault", "crc", "--interface", "ros2", "--out", out))  # crc is unitree_sdk only
+    assert "nothing to run" in line
+    for key, value in (("frozen_pose", "true"), ("duration_s", "5.0"), ("command_timeout_s", "0.2")):
+        bridge = tmp_path / f"bridge_{key}.yaml"
+        bridge.write_text(f"{key}: {value}\n")
+        line = _one_line(_cli("--bridge-config", str(bridge), "--out", out))
+        assert str(bridge) in line and f"key '{key}'" in line and "without testing" in line, line
+
+
+def test_a_bridge_log_says_whether_the_simulation_diverged(tmp_path):
+    """The runner fails a scenario whose simulation diverged (runner._analyse reads this flag)."""
+    from bcg_sim_bridge.sim2sim.analysis import BridgeLog
+
+    n = ROBOT.num_joints
+    rows = {k: np.zeros((2, *shape)) for k, shape in (("root_pos", (3,)), ("root_quat", (4,)), ("q", (n,)), ("dq", (n,)),
+                                                      ("foot_penetration", (2,)), ("cmd_q", (n,)), ("cmd_kp", (n,)),
+                                                      ("cmd_kd", (n,)))}
+    common = dict(sim_time=np.zeros(2), wall_time=np.zeros(2), drive_mode=np.zeros(2), band_engaged=np.zeros(2),
+                  step_compute_s=np.zeros(2), physics_dt=0.002, pacing=np.zeros(6), counters_names=np.array(["accepted"]),
+                  counters=np.array([1]), event_times=np.zeros(0), event_texts=np.array([], dtype=str), **rows)
+    for diverged in (True, False):
+        np.savez(tmp_path / "log.npz", diverged=diverged, **common)
+        assert BridgeLog.load(tmp_path / "log.npz").diverged is diverged
