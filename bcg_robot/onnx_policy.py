@@ -76,12 +76,10 @@ class OnnxPolicy:
 
     def _check_trial_run(self, num_joints: int) -> None:
         """One inference on a neutral state (identity attitude, zeros): the outputs' actual shapes."""
-        sizes = raw_input_sizes(num_joints)
-        raw = {name: np.zeros(sizes[name]) for name in INPUT_NAMES}
+        raw = {name: np.zeros(size) for name, size in raw_input_sizes(num_joints).items()}
         raw["imu_quat"] = np.array([1.0, 0.0, 0.0, 0.0])
-        feeds = {name: np.asarray(raw[name], dtype=np.float32).reshape(1, -1) for name in INPUT_NAMES}
         try:
-            results = self.session.run(self._outputs, feeds)
+            results = self._infer(raw)
         except Exception as err:  # onnxruntime raises several types for a graph that cannot run
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ContractError(self.source, f"policy graph fails on a neutral state: {first[:200]}") from None
@@ -91,18 +89,15 @@ class OnnxPolicy:
                     self.source, f"policy output '{name}' has shape {list(np.shape(value))} for one state, expected [1, {num_joints}]"
                 )
 
-    def run(self, raw: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Joint targets and action, each ``(num_joints,)``; a :class:`ContractError` if the graph
-        returns another shape (the control loop trips on it: it must not broadcast one value)."""
+    def _infer(self, raw: dict[str, np.ndarray]) -> list[np.ndarray]:
         feeds = {name: np.asarray(raw[name], dtype=np.float32).reshape(1, -1) for name in INPUT_NAMES}
-        targets, action = self.session.run(self._outputs, feeds)
-        n = self.contract.num_joints
-        if np.shape(targets) != (1, n) or np.shape(action) != (1, n):
-            raise ContractError(
-                self.source, f"policy outputs have shapes {list(np.shape(targets))} and {list(np.shape(action))}, expected [1, {n}]"
-            )
-        return targets[0].astype(np.float64), action[0].astype(np.float64)
+        return self.session.run(self._outputs, feeds)
 
+    def run(self, raw: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Joint targets and action of one state (the load's trial run checked their shape; the
+        control loop checks them again on every tick before anything reaches a motor)."""
+        targets, action = self._infer(raw)
+        return targets[0].astype(np.float64), action[0].astype(np.float64)
 
 def _check_shape(source: str, kind: str, name: str, shape, size: int, needs: str) -> None:
     """``[batch, size]``: rank 2, a batch of 1 or symbolic, and ``size`` values (when the graph fixes it)."""
