@@ -18,7 +18,7 @@ DEFAULT_SAFETY_CONFIG = share_file("config/safety.yaml")
 
 @dataclasses.dataclass(frozen=True)
 class SafetyConfig:
-    stale_periods: float = 3.0  # trip when no new state (or no tick advance) for more control periods than this
+    stale_periods: float = 3.0  # trip when no new state, tick advance or node tick for more control periods than this
     joint_limit_margin: float = 0.05  # rad inside each position limit: soft limits the targets are clamped to
     max_target_step: float = 0.3  # rad per tick a target may move (rate limit)
     torque_fraction: float = 1.0  # targets are clipped so |kp (q_t - q) - kd dq| <= fraction * effort limit

@@ -288,14 +288,17 @@ class PolicyNode(LifecycleNode):
                 return
             # A tick that starts late (this process was descheduled) runs before the state
             # messages queued meanwhile are taken, so freshness is judged at the tick's due
-            # time: the node's own stall is not reported as stale robot state (a stall over
-            # 100 ms is the sentinel's to catch). The next tick sees the queued states.
-            due = start if self._last_tick_start is None else min(start, self._last_tick_start + self.loop.dt)
+            # time: the node's own stall is not reported as stale robot state. The next tick
+            # sees the queued states.
+            gap = None if self._last_tick_start is None else start - self._last_tick_start
+            due = start if gap is None else min(start, self._last_tick_start + self.loop.dt)
             if start - due > self.loop.dt:
                 self._late_ticks += 1
                 self.get_logger().warning(f"control tick {1e3 * (start - due):.0f} ms late", throttle_duration_sec=1.0)
             self._last_tick_start = start
-            result = self.loop.tick(due, state, self._inputs, interface.take_commands())
+            # A stall past the stale limit trips instead (loop_stalled): the sentinel may have
+            # taken over, its damping still queued unread behind this tick.
+            result = self.loop.tick(due, state, self._inputs, interface.take_commands(), tick_gap=gap)
             if result.command is not None:
                 interface.send(result.command)
             sent = time.monotonic()

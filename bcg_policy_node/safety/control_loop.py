@@ -147,15 +147,29 @@ class ControlLoop:
         fault = self.lease.fault(now)
         return [fault] if fault is not None else []
 
+    def _stall_faults(self, tick_gap: float | None) -> list[Fault]:
+        """The node's own stall: after a gap longer than the stale limit its motors went
+        that long on an old command, and the sentinel may have taken over meanwhile (its
+        damping not yet read), so this tick must not send the policy's targets."""
+        limit = self.watchdog.stale_after
+        if tick_gap is None or not tick_gap > limit:
+            return []
+        return [Fault("loop_stalled", f"this tick started {tick_gap * 1e3:.0f} ms after the previous one "
+                                      f"(limit {limit * 1e3:.0f} ms): the node itself stalled")]
+
     def tick(self, now: float, state: RobotState | None, inputs: OperatorInputs,
-             foreign: tuple[SeenCommand, ...] | list[SeenCommand] = ()) -> TickResult:
-        """One tick; ``foreign``: commands other writers sent since the last tick. Consumes
-        the e-stop pulse latched in ``inputs``."""
+             foreign: tuple[SeenCommand, ...] | list[SeenCommand] = (), tick_gap: float | None = None) -> TickResult:
+        """One tick; ``foreign``: commands other writers sent since the last tick;
+        ``tick_gap``: s since the previous tick started (None: not known, e.g. the first).
+        Consumes the e-stop pulse latched in ``inputs``."""
         m = self.machine
         self.lease.observe(foreign)
-        faults = self.watchdog.check(now, state) + self._operator_faults(now, inputs) + self._lease_faults(now)
-        self.last_faults = faults
         energized = m.state in (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)
+        # the node's own stall first: it explains what follows it (a stale state, the sentinel's damping);
+        # in PASSIVE and DAMP it left nothing on the motors to worry about
+        faults = self._stall_faults(tick_gap) if energized else []
+        faults += self.watchdog.check(now, state) + self._operator_faults(now, inputs) + self._lease_faults(now)
+        self.last_faults = faults
         tripping = [f for f in faults if f.kind not in _ENERGIZED_ONLY or energized]
         if tripping:
             m.trip(tripping[0], now)

@@ -34,7 +34,8 @@ from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
 from bcg_policy_node.node.spin import run_node
-from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch, timing_error
+from bcg_policy_node.sentinel.sentinel_watch import (DEFAULT_TIMEOUT_S, SentinelState, SentinelWatch, stall_order_error,
+                                                         timing_error)
 
 
 class SentinelNode(Node):
@@ -42,7 +43,7 @@ class SentinelNode(Node):
         super().__init__(api.SENTINEL_NODE_NAME, **kwargs)
         robot_path = self.declare_parameter("robot_config", str(DEFAULT_ROBOT_CONFIG)).value
         safety_path = self.declare_parameter("safety_config", str(DEFAULT_SAFETY_CONFIG)).value
-        self.timeout = float(self.declare_parameter("timeout_s", 0.1).value)
+        self.timeout = float(self.declare_parameter("timeout_s", DEFAULT_TIMEOUT_S).value)
         self.check_period = float(self.declare_parameter("check_period_s", 0.005).value)
         self.send_period = float(self.declare_parameter("damping_period_s", 0.02).value)
         params = InterfaceParams.declare(self)
@@ -53,6 +54,9 @@ class SentinelNode(Node):
             raise BCGInputError(self.get_name(), "parameter 'damping_period_s' must be > 0")
         robot = load_robot_config(robot_path)  # checked against the model, as the node does
         safety = load_safety_config(safety_path)
+        problem = stall_order_error(self.timeout, safety.stale_periods * robot.control_dt)
+        if problem:
+            raise BCGInputError(self.get_name(), f"parameter 'timeout_s' with {safety.source}: {problem}")
         self.damping = LowCommand.damping(safety.damping_kd(robot))
         self.watch = SentinelWatch(self.timeout)
         self._last_sent = 0.0

@@ -32,6 +32,7 @@ class SentinelState(str, enum.Enum):
     TAKEN_OVER = "TAKEN_OVER"  # sending damping itself
 
 
+DEFAULT_TIMEOUT_S = 0.1  # the sentinel node's timeout_s
 MAX_TIMEOUT_S = 1.0  # a sentinel slower than this leaves a frozen node's last command on the motors too long
 CHECKS_PER_TIMEOUT = 4  # a check on time is never "late" (timeout / 2), with room for 2x jitter
 
@@ -45,6 +46,18 @@ def timing_error(timeout: float, check_period: float) -> str | None:
     if not 0 < check_period <= timeout / CHECKS_PER_TIMEOUT:
         return (f"need 0 < check_period_s <= timeout_s / {CHECKS_PER_TIMEOUT} = {timeout / CHECKS_PER_TIMEOUT:g} "
                 f"(got {check_period}): a check later than timeout_s / 2 after the last one decides nothing")
+    return None
+
+
+def stall_order_error(timeout: float, node_stall_limit: float) -> str | None:
+    """Why the sentinel would take over before a stalled node trips, or None.
+    ``node_stall_limit``: the node's stale limit (stale_periods x control period), past which
+    a node that stalled trips ``loop_stalled`` on its first tick back. A takeover within that
+    limit could meet the node's first tick back sending the policy's targets, before the
+    node has read the sentinel's damping."""
+    if timeout <= node_stall_limit:
+        return (f"{timeout * 1e3:g} ms must exceed the node's stale limit ({node_stall_limit * 1e3:g} ms, "
+                f"stale_periods x control period), so a stalled node trips before the sentinel takes over")
     return None
 
 

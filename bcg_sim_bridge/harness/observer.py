@@ -167,7 +167,7 @@ def back_to_hold(obs: Observer, timeout: float = 30.0) -> None:
 
 # Faults a starved process can cause on a loaded machine (the node, robot or driver
 # descheduled for longer than a watchdog window); scenarios spoiled by them are retried.
-LOAD_FAULTS = ("stale_state", "tick_stalled", "deadman", "sentinel_missing")
+LOAD_FAULTS = ("stale_state", "tick_stalled", "loop_stalled", "deadman", "sentinel_missing")
 
 
 def enter_run(obs: Observer, tries: int = 5) -> float:

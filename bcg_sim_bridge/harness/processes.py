@@ -133,6 +133,18 @@ class ProcessGroup:
         node.process.wait(timeout=20)
         return node.killed_at
 
+    def pause(self, key: str, seconds: float) -> float:
+        """Freeze a process (SIGSTOP) for ``seconds``, then let it go on (SIGCONT): a stall
+        such as a descheduled or swapping process has. Returns when it was frozen."""
+        process = self.nodes[key].process
+        frozen_at = time.monotonic()
+        process.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            process.send_signal(signal.SIGCONT)
+        return frozen_at
+
     def stop(self, key: str) -> None:
         """SIGINT (a clean shutdown) if it is still running."""
         node = self.nodes.get(key)

@@ -47,8 +47,16 @@ class RunOptions:
     physics_dt: float = 0.002
     startup_timeout_s: float = 90.0
     safety_config: str = ""  # '' = the node's default
+    sentinel_timeout_s: float = 0.0  # 0 = the sentinel's default (a relaxed stale limit needs a longer one)
     nice: int = 0  # niceness of bridge, node and sentinel (< 0 needs CAP_SYS_NICE)
     reference: analysis.RunReference = analysis.DEFAULT_POSE_REFERENCE  # what E_track and root height are scored against
+
+
+def node_extras(opts: RunOptions) -> dict[str, dict | None]:
+    """The policy node's and the sentinel's parameters beyond the deployment's (sim2sim_nodes)."""
+    safety = {"safety_config": opts.safety_config} if opts.safety_config else {}
+    sentinel = {**safety, **({"timeout_s": opts.sentinel_timeout_s} if opts.sentinel_timeout_s > 0 else {})}
+    return {"policy_extra": safety or None, "sentinel_extra": sentinel or None}
 
 
 def _pause(seconds: float) -> None:
@@ -216,8 +224,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     specs = sim2sim_nodes(
         interface, str(policy), opts.robot_config, opts.bridge_config, opts.sdk_domain,
         bridge_extra={"log_path": str(log_path), "physics_dt": opts.physics_dt, "realtime_factor": 1.0},
-        policy_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
-        sentinel_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
+        **node_extras(opts),
     )
     group = ProcessGroup(scen_dir / "logs", {"ROS_DOMAIN_ID": str(opts.ros_domain),
                                              "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}, nice=opts.nice)

@@ -28,7 +28,7 @@ from bcg_sim_bridge.node_list import sim2sim_nodes
 from bcg_sim_bridge.sim2sim import analysis
 from bcg_sim_bridge.sim2sim.driver import DriverError, Sim2SimDriver
 from bcg_sim_bridge.harness.processes import ProcessGroup
-from bcg_sim_bridge.sim2sim.runner import RunOptions, start_up
+from bcg_sim_bridge.sim2sim.runner import RunOptions, node_extras, start_up
 
 MAX_GROWTH_MB = 20.0
 DEADLINE_PERIODS = 2.0
@@ -64,8 +64,7 @@ def run_soak(opts: RunOptions, interface: str, seconds: float, max_growth_mb: fl
     specs = sim2sim_nodes(
         interface, str(opts.policy), opts.robot_config, opts.bridge_config, opts.sdk_domain,
         bridge_extra={"physics_dt": opts.physics_dt, "realtime_factor": 1.0},
-        policy_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
-        sentinel_extra={"safety_config": opts.safety_config} if opts.safety_config else None,
+        **node_extras(opts),
     )
     group = ProcessGroup(soak_dir / "logs", {"ROS_DOMAIN_ID": str(opts.ros_domain),
                                              "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}, nice=opts.nice)

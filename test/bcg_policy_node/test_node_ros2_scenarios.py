@@ -281,7 +281,7 @@ def call_and_wait(client, request, timeout=30.0):
     return future.result()
 
 
-def test_the_node_waits_for_the_sentinel_and_killing_the_node_makes_the_sentinel_damp(rig, robot):
+def test_the_node_waits_for_the_sentinel_which_damps_a_stalled_and_a_killed_node(rig, robot):
     obs, procs, tmp, safety, policy = rig
     procs.stop("node")
     t_start = time.monotonic()
@@ -296,11 +296,27 @@ def test_the_node_waits_for_the_sentinel_and_killing_the_node_makes_the_sentinel
     enter_run(obs)  # the sentinel arms on the node's commands, and the node ramps and holds
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(0.5)
+
+    # The node frozen in RUN for longer than the sentinel's timeout: the sentinel damps, and
+    # the node's first tick back trips on its own stall; no position target follows the takeover.
+    assert obs.state() == "RUN", obs.faults[-3:]
+    t_freeze = procs.pause("node2", 0.6)
+    t_damp, _ = obs.wait_received(lambda c: c.is_damping(), t_freeze, 10, "sentinel damping during the stall")
+    obs.wait_for(lambda: obs.faults and obs.faults[-1][0] > t_freeze, 10, "the node's trip after the stall")
+    obs.wait_for(lambda: obs.sentinel_states[-1][0] > t_damp and obs.sentinel_states[-1][1] == "WATCHING", 10,
+                 "the sentinel handing back to the node")
+    time.sleep(0.3)
+    assert position_commands(obs.received_since(t_damp)) == []
+    assert obs.faults[-1][1].startswith("loop_stalled:"), obs.faults[-3:]
+
+    enter_run(obs)
+    time.sleep(0.5)
     t_kill = time.monotonic()
     procs.kill("node2", signal.SIGKILL)
     t_damp, command = obs.wait_received(lambda c: c.is_damping(), t_kill, 10, "sentinel damping")
     assert np.allclose(command.kd, robot.kd_array) and np.all(command.kp == 0)
-    obs.wait_for(lambda: obs.sentinel_states[-1][1] == "TAKEN_OVER", 5, "sentinel takeover report")
+    obs.wait_for(lambda: obs.sentinel_states[-1][0] > t_kill and obs.sentinel_states[-1][1] == "TAKEN_OVER", 5,
+                 "sentinel takeover report")
     time.sleep(0.2)
     assert all(c.is_damping() for _, c in obs.received_since(t_damp))
     print(f"sentinel takeover {1e3 * (t_damp - t_kill):.0f} ms after SIGKILL")

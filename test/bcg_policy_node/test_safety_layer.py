@@ -58,11 +58,11 @@ class Rig:
         self.t, self.tick_no = 100.0, 0
         self.inputs = OperatorInputs()
 
-    def step(self, foreign=(), **state_changes):
+    def step(self, foreign=(), tick_gap=DT, **state_changes):
         self.t += DT
         self.tick_no += 1
         state = make_state(self.robot, self.tick_no, self.t - 0.001, **state_changes)
-        return self.loop.tick(self.t, state, self.inputs, foreign)
+        return self.loop.tick(self.t, state, self.inputs, foreign, tick_gap=tick_gap)
 
     def to_hold(self):
         for _ in range(int(2.0 / DT) + 2):
@@ -241,6 +241,27 @@ def test_trip_damps_in_the_same_tick_and_latches_until_reset(robot):
     rig.step()
     assert rig.loop.request_reset(rig.t, rig.inputs) == (True, "PASSIVE")
     assert rig.step().state is ControlState.RAMP
+
+
+def test_a_stall_of_the_node_itself_sends_damping_not_the_policy(robot):
+    """Back from a stall past the stale limit the sentinel may already be damping, its
+    commands not yet read: the first tick back must not send the policy's targets."""
+    rig = Rig(robot)
+    limit = SafetyConfig().stale_periods * DT
+    assert rig.step(tick_gap=10.0).state is ControlState.RAMP  # PASSIVE: nothing on the motors to go stale
+    rig.to_hold()
+    assert rig.step(tick_gap=0.9 * limit).state is ControlState.HOLD
+    rig.loop.request_run(rig.t)
+    assert rig.step(tick_gap=0.9 * limit).state is ControlState.RUN
+    calls = rig.policy.calls
+    result = rig.step(tick_gap=1.2 * limit)
+    assert result.state is ControlState.DAMP and result.command.is_damping() and not result.ran_policy
+    assert rig.policy.calls == calls and rig.loop.machine.fault.kind == "loop_stalled"
+    assert "stalled" in str(rig.loop.machine.fault)
+    rig.step()
+    assert rig.loop.request_reset(rig.t, rig.inputs) == (True, "PASSIVE")  # a past stall is no present fault
+    rig.step()
+    assert rig.step(tick_gap=None).state is ControlState.RAMP  # the first tick after activation has no gap
 
 
 def test_damp_uses_the_robot_config_kd_like_the_sentinel(robot):

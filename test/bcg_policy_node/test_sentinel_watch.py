@@ -3,7 +3,10 @@
 from bcg_robot.wire import CommandWriter
 import pytest
 
-from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch, timing_error
+from bcg_robot.config import load_robot_config
+
+from bcg_policy_node.config.safety_config import load_safety_config
+from bcg_policy_node.sentinel.sentinel_watch import DEFAULT_TIMEOUT_S, SentinelState, SentinelWatch, stall_order_error, timing_error
 
 NODE = CommandWriter("node", "node#00000001")
 RESTARTED_NODE = CommandWriter("node", "node#00000002")
@@ -116,3 +119,13 @@ def test_a_check_period_over_half_the_timeout_is_refused_because_every_check_wou
 @pytest.mark.parametrize("timeout,period", [(0.0, 0.005), (-0.1, 0.005), (1.5, 0.005), (0.1, 0.0)])
 def test_timeouts_outside_zero_to_one_second_and_empty_periods_are_refused(timeout, period):
     assert timing_error(timeout, period) is not None
+
+
+def test_the_sentinel_must_wait_longer_than_a_stalled_node_takes_to_trip():
+    """A node back from a stall trips loop_stalled past its stale limit; a sentinel taking
+    over sooner could meet the node's first tick back still sending the policy."""
+    robot, safety = load_robot_config(check_model=False), load_safety_config()
+    assert stall_order_error(DEFAULT_TIMEOUT_S, safety.stale_periods * robot.control_dt) is None  # the shipped pair
+    assert stall_order_error(0.1, 0.06) is None
+    for timeout, limit in [(0.06, 0.06), (0.1, 0.2)]:
+        assert "must exceed the node's stale limit" in stall_order_error(timeout, limit)
