@@ -126,17 +126,35 @@ def test_runs_that_could_not_test_anything_are_exit_2_before_anything_starts(tmp
         assert str(bridge) in line and f"key '{key}'" in line and "without testing" in line, line
 
 
-def test_a_bridge_log_says_whether_the_simulation_diverged(tmp_path):
-    """The runner fails a scenario whose simulation diverged (runner._analyse reads this flag)."""
+def test_a_scenario_whose_simulation_diverged_fails_though_all_else_passed(tmp_path):
+    """The bridge log's diverged flag is saved, loaded, and fails the scenario in the
+    runner's verdict (``runner._analyse``): here a nominal run that stood and was stopped."""
+    from bcg_sim_bridge.physics import DriveMode
     from bcg_sim_bridge.sim2sim.analysis import BridgeLog
+    from bcg_sim_bridge.sim2sim.driver import TimelineEvent
+    from bcg_sim_bridge.sim2sim.runner import RunOptions, _analyse
+    from bcg_sim_bridge.sim2sim.scenarios import SCENARIOS
 
-    n = ROBOT.num_joints
-    rows = {k: np.zeros((2, *shape)) for k, shape in (("root_pos", (3,)), ("root_quat", (4,)), ("q", (n,)), ("dq", (n,)),
-                                                      ("foot_penetration", (2,)), ("cmd_q", (n,)), ("cmd_kp", (n,)),
-                                                      ("cmd_kd", (n,)))}
-    common = dict(sim_time=np.zeros(2), wall_time=np.zeros(2), drive_mode=np.zeros(2), band_engaged=np.zeros(2),
-                  step_compute_s=np.zeros(2), physics_dt=0.002, pacing=np.zeros(6), counters_names=np.array(["accepted"]),
-                  counters=np.array([1]), event_times=np.zeros(0), event_texts=np.array([], dtype=str), **rows)
-    for diverged in (True, False):
+    n, rows, t_stop = ROBOT.num_joints, 200, 1.5
+    t = np.arange(rows) * 0.01
+    stopped = t >= t_stop
+    standing = dict(root_pos=np.tile([0.0, 0.0, 0.78], (rows, 1)), root_quat=np.tile([1.0, 0, 0, 0], (rows, 1)),
+                    q=np.tile(ROBOT.default_q, (rows, 1)), dq=np.zeros((rows, n)), foot_penetration=np.zeros((rows, 2)),
+                    cmd_q=np.tile(ROBOT.default_q, (rows, 1)), cmd_kp=np.where(stopped[:, None], 0.0, ROBOT.kp_array),
+                    cmd_kd=np.tile(ROBOT.kd_array, (rows, 1)),
+                    drive_mode=np.where(stopped, int(DriveMode.DAMPING), int(DriveMode.COMMAND)))
+    common = dict(sim_time=t, wall_time=t, band_engaged=np.zeros(rows), step_compute_s=np.zeros(rows), physics_dt=0.002,
+                  pacing=np.zeros(6), counters_names=np.array(["accepted"]), counters=np.array([rows]),
+                  event_times=np.zeros(0), event_texts=np.array([], dtype=str), **standing)
+    opts = RunOptions(robot=ROBOT, robot_config="", policy=tmp_path / "p.onnx", policy_origin="test", out_dir=tmp_path,
+                      ros_domain=1, sdk_domain=1)
+    events = [TimelineEvent(t_stop + 0.01, "node_fault", "operator_stop: operator stop")]
+    verdicts = {}
+    for diverged in (False, True):
         np.savez(tmp_path / "log.npz", diverged=diverged, **common)
-        assert BridgeLog.load(tmp_path / "log.npz").diverged is diverged
+        log = BridgeLog.load(tmp_path / "log.npz")
+        assert log.diverged is diverged
+        verdicts[diverged] = _analyse(opts, SCENARIOS["none"], log, events, [], {"start": 0.0, "release": 0.2, "run": 0.5,
+                                                                               "stop": t_stop}, {}, "")
+    assert verdicts[False]["passed"] and verdicts[False]["reason"] == "operator_stop", verdicts[False]["observed"]
+    assert not verdicts[True]["passed"] and "THE SIMULATION DIVERGED" in verdicts[True]["observed"]
