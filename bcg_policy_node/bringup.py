@@ -15,7 +15,9 @@ name for the same transport.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import sys
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG
@@ -115,7 +117,7 @@ def g1_real_nodes(
     sdk_domain: int = REAL_SDK_DOMAIN,
 ) -> list[NodeSpec]:
     """Policy node on the ``unitree_sdk`` transport plus its sentinel, on the robot's network interface."""
-    if not network_interface:
+    if not network_interface.strip():
         raise ValueError("the G1's network interface is required (e.g. eth0 on the 192.168.123.x subnet)")
     return [
         policy_node_spec(TRANSPORT_UNITREE_SDK, policy, robot_config, sdk_domain, network_interface,
@@ -139,8 +141,27 @@ G1_REAL_LAUNCH_ARGUMENTS = (
 )
 
 
+def check_launch_argument_names(given: Iterable[str], declared: Sequence[LaunchArgument], launch_file: str) -> None:
+    """Refuse a launch argument that is not declared but close to one that is: launch
+    ignores undeclared names, so ``polcy:=mine.onnx`` would run the default policy.
+    Other undeclared names pass (an including launch file's own arguments reach us too)."""
+    names = [a.name for a in declared]
+    for name in sorted(set(given) - set(names)):
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+        if close:
+            raise ValueError(f"{launch_file}: unknown launch argument '{name}' (did you mean '{close[0]}'?)")
+
+
+def int_launch_argument(args: dict[str, str], name: str, launch_file: str) -> int:
+    try:
+        return int(args[name])
+    except ValueError:
+        raise ValueError(f"{launch_file}: launch argument {name}:='{args[name]}' is not an integer") from None
+
+
 def g1_real_nodes_from_launch(args: dict[str, str]) -> list[NodeSpec]:
     """``g1_real.launch.py``: the node list from its (string) launch arguments."""
     if not args["policy"]:
         raise ValueError("g1_real.launch.py needs policy:=<ONNX file>")
-    return g1_real_nodes(args["network_interface"], args["policy"], args["robot_config"], int(args["domain_id"]))
+    return g1_real_nodes(args["network_interface"], args["policy"], args["robot_config"],
+                         int_launch_argument(args, "domain_id", "g1_real.launch.py"))

@@ -33,6 +33,7 @@ from bcg_robot.config import load_robot_config
 from bcg_robot.errors import BCGInputError
 from bcg_robot.wire import TRANSPORT_ROS2, LowCommand
 from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping
+from bcg_policy_node.node.parameters import reject_undeclared_parameters
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, BridgeConfig
 from bcg_sim_bridge.pacing import RealtimePacer, StateThinning
 from bcg_sim_bridge.physics import BridgePhysics
@@ -57,6 +58,7 @@ class SimBridgeNode(Node):
         defaults = from_mapping(BridgeConfig, data, str(path))
         for name in SCALAR_PARAMETERS:
             data[name] = self.declare_parameter(name, getattr(defaults, name)).value
+        reject_undeclared_parameters(self)
         self.cfg: BridgeConfig = from_mapping(BridgeConfig, data, f"{path} (+ node parameters)")
         self.robot = load_robot_config(self.cfg.robot_config_path())
         self.physics = BridgePhysics(self.robot, self.cfg)

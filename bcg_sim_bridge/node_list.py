@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcg_policy_node.bringup import (LaunchArgument, NodeSpec, check_transport, merged_parameters, policy_node_spec,
-                                     sentinel_spec)
+from bcg_policy_node.bringup import (LaunchArgument, NodeSpec, check_transport, int_launch_argument, merged_parameters,
+                                     policy_node_spec, sentinel_spec)
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG
 from bcg_robot.wire import TRANSPORT_ROS2, TRANSPORTS
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG
@@ -68,7 +68,7 @@ SIM2SIM_LAUNCH_ARGUMENTS = (
 def sim2sim_nodes_from_launch(args: dict[str, str]) -> list[NodeSpec]:
     """``sim2sim.launch.py``: the node list from its (string) launch arguments."""
     return sim2sim_nodes(args["interface"], args["policy"], args["robot_config"], args["bridge_config"],
-                         int(args["sdk_domain"]))
+                         int_launch_argument(args, "sdk_domain", "sim2sim.launch.py"))
 
 
 def resolve_launch_policy(policy: str, robot_config: str) -> str:

@@ -17,10 +17,11 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
-from bcg_policy_node.bringup import G1_REAL_LAUNCH_ARGUMENTS, g1_real_nodes_from_launch
+from bcg_policy_node.bringup import G1_REAL_LAUNCH_ARGUMENTS, check_launch_argument_names, g1_real_nodes_from_launch
 
 
 def _launch_setup(context):
+    check_launch_argument_names(context.launch_configurations, G1_REAL_LAUNCH_ARGUMENTS, "g1_real.launch.py")
     args = {a.name: LaunchConfiguration(a.name).perform(context) for a in G1_REAL_LAUNCH_ARGUMENTS}
     actions = []
     for spec in g1_real_nodes_from_launch(args):

@@ -17,6 +17,7 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
 
+from bcg_policy_node.bringup import check_launch_argument_names
 from bcg_sim_bridge.node_list import SIM2SIM_LAUNCH_ARGUMENTS, resolve_launch_policy, sim2sim_nodes_from_launch
 
 
@@ -36,6 +37,7 @@ def _actions(spec):
 
 
 def _launch_setup(context):
+    check_launch_argument_names(context.launch_configurations, SIM2SIM_LAUNCH_ARGUMENTS, "sim2sim.launch.py")
     args = {a.name: LaunchConfiguration(a.name).perform(context) for a in SIM2SIM_LAUNCH_ARGUMENTS}
     args["policy"] = resolve_launch_policy(args["policy"], args["robot_config"])
     return [action for spec in sim2sim_nodes_from_launch(args) for action in _actions(spec)]

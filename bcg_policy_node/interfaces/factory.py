@@ -38,13 +38,13 @@ class InterfaceParams:
             raise BCGInputError(source, f"parameter 'kind': '{self.kind}' is not one of {list(INTERFACE_KINDS)}")
         if not 0 <= self.domain_id <= 232:
             raise BCGInputError(source, f"parameter 'domain_id': {self.domain_id} not in 0..232")
-        if not self.network_interface:
+        if not (isinstance(self.network_interface, str) and self.network_interface.strip()):  # '-p network_interface:=' is None
             raise BCGInputError(source, "parameter 'network_interface' is empty")
         if self.mode_pr != 0:  # the policy's and the config's ankle joints are pitch and roll
             raise BCGInputError(source, f"parameter 'mode_pr': {self.mode_pr}, but only 0 (pitch/roll ankles, the robot "
                                         f"config's ankle joints) is supported; 1 (A/B) would drive the ankles' motors differently")
-        if not self.motion_switcher_timeout_s > 0:
-            raise BCGInputError(source, "parameter 'motion_switcher_timeout_s' must be > 0")
+        if not 0 < self.motion_switcher_timeout_s <= 60:  # it blocks configure; inf would wait forever
+            raise BCGInputError(source, f"parameter 'motion_switcher_timeout_s' must be in (0, 60] s, got {self.motion_switcher_timeout_s}")
 
 
 def open_interface(node: Node, params: InterfaceParams, robot: RobotConfig, group: CallbackGroup | None = None,

@@ -53,6 +53,7 @@ from bcg_robot.wire import LowCommand
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
+from bcg_policy_node.node.parameters import reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.node.tick_timing import TickTiming
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
@@ -71,15 +72,17 @@ class PolicyNode(LifecycleNode):
         self.sentinel_timeout = float(self.declare_parameter("sentinel_timeout_s", 1.0).value)
         self.diagnostics_period = float(self.declare_parameter("diagnostics_period_s", 1.0).value)
         self.autostart = bool(self.declare_parameter("autostart", False).value)
+        reject_undeclared_parameters(self)
         if not self.policy_path:
             raise BCGInputError("policy_node", "parameter 'policy_path' is required (an ONNX policy file)")
-        if self.deadman_timeout < 0:
-            raise BCGInputError("policy_node", f"parameter 'deadman_timeout_s' must be >= 0, got {self.deadman_timeout}")
+        if not 0 <= self.deadman_timeout <= 10:  # NaN included: it would have switched the deadman off
+            raise BCGInputError("policy_node", f"parameter 'deadman_timeout_s' must be 0 (no deadman) or in (0, 10] s, "
+                                               f"got {self.deadman_timeout}")
         if not (self.sentinel_timeout == 0 or 2 * api.SENTINEL_HEARTBEAT_PERIOD_S <= self.sentinel_timeout <= 10):
             raise BCGInputError("policy_node", f"parameter 'sentinel_timeout_s' must be 0 (no sentinel) or in "
                                                f"[{2 * api.SENTINEL_HEARTBEAT_PERIOD_S:g}, 10] s, got {self.sentinel_timeout}")
-        if not self.diagnostics_period > 0:
-            raise BCGInputError("policy_node", "parameter 'diagnostics_period_s' must be > 0")
+        if not 0.01 <= self.diagnostics_period <= 60:
+            raise BCGInputError("policy_node", f"parameter 'diagnostics_period_s' must be in [0.01, 60] s, got {self.diagnostics_period}")
 
         self._lock = threading.Lock()  # serializes ticks, operator requests and transitions
         self.robot: RobotConfig | None = None

@@ -57,7 +57,11 @@ def run_node(
     node (a bad parameter or input file is a one-line error and exit status 2), run
     ``start(node)`` (it returns an error message to exit with status 2, or None), spin in a
     single-threaded executor until SIGINT/SIGTERM, then ``close(node)``, destroy, shut down."""
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as err:  # noqa: BLE001 - rcl's RCLError: arguments it cannot parse ('-p name:=')
+        print(f"{name}: error: ROS arguments: {str(err).splitlines()[0]}", flush=True)
+        return 2
     stop = install_stop_signals()
     try:
         node = make_node()

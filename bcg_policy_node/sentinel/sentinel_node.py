@@ -33,6 +33,7 @@ from bcg_robot.wire import LowCommand
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
+from bcg_policy_node.node.parameters import reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.sentinel.sentinel_watch import (DEFAULT_TIMEOUT_S, SentinelState, SentinelWatch, stall_order_error,
                                                          timing_error)
@@ -47,11 +48,13 @@ class SentinelNode(Node):
         self.check_period = float(self.declare_parameter("check_period_s", 0.005).value)
         self.send_period = float(self.declare_parameter("damping_period_s", 0.02).value)
         params = InterfaceParams.declare(self)
+        reject_undeclared_parameters(self)
         problem = timing_error(self.timeout, self.check_period)
         if problem:
             raise BCGInputError(self.get_name(), f"parameters: {problem}")
-        if not self.send_period > 0:
-            raise BCGInputError(self.get_name(), "parameter 'damping_period_s' must be > 0")
+        if not 0 < self.send_period <= self.timeout:  # damping at least as often as it waits for the node
+            raise BCGInputError(self.get_name(), f"parameter 'damping_period_s' must be in (0, timeout_s = {self.timeout:g}] s, "
+                                                 f"got {self.send_period}")
         robot = load_robot_config(robot_path)  # checked against the model, as the node does
         safety = load_safety_config(safety_path)
         problem = stall_order_error(self.timeout, safety.stale_periods * robot.control_dt)

@@ -64,6 +64,21 @@ def test_the_node_specs_refuse_an_unknown_transport():
         bringup.sentinel_spec("serial", "r.yaml", 0, "eth0")
 
 
+def test_a_misspelled_or_malformed_launch_argument_is_refused():
+    """launch ignores undeclared names: a typo would have run the default policy or robot config."""
+    args = bringup.G1_REAL_LAUNCH_ARGUMENTS
+    with pytest.raises(ValueError, match=r"g1_real.launch.py: unknown launch argument 'polcy' \(did you mean 'policy'\?\)"):
+        bringup.check_launch_argument_names(["network_interface", "polcy", "robot_config"], args, "g1_real.launch.py")
+    with pytest.raises(ValueError, match="'robot_confg'"):
+        bringup.check_launch_argument_names(["robot_confg"], args, "g1_real.launch.py")
+    bringup.check_launch_argument_names(["policy", "use_sim_time", "my_world"], args, "g1_real.launch.py")  # an includer's own
+    values = {a.name: a.default for a in args} | {"network_interface": "eth0", "policy": "/p.onnx", "domain_id": "zero"}
+    with pytest.raises(ValueError, match="launch argument domain_id:='zero' is not an integer"):
+        bringup.g1_real_nodes_from_launch(values)
+    with pytest.raises(ValueError, match="network interface is required"):
+        bringup.g1_real_nodes_from_launch(values | {"network_interface": " ", "domain_id": "0"})
+
+
 def test_g1_real_launch_file_builds_its_nodes_from_the_bringup():
     """Checked without launch_ros (not installable here): the file imports and calls the bringup's builder."""
     tree = ast.parse((LAUNCH / "g1_real.launch.py").read_text())
@@ -73,6 +88,7 @@ def test_g1_real_launch_file_builds_its_nodes_from_the_bringup():
                 for a in n.names}
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     assert "g1_real_nodes_from_launch" in imported and "g1_real_nodes_from_launch" in called
+    assert "check_launch_argument_names" in imported and "check_launch_argument_names" in called
     assert "generate_launch_description" in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert "launch_ros.actions" in modules  # the real launch_ros API
     ours = {m.split(".")[0] for m in modules} - {"launch", "launch_ros"}

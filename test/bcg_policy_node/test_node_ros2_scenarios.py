@@ -260,14 +260,22 @@ def test_bad_policies_exit_with_their_error_and_no_motor_command(rig, robot):
     assert obs.received_since(t0) == []
 
 
-@pytest.mark.parametrize("params,message", [
-    ({"kind": "can"}, "parameter 'kind': 'can' is not one of"),
-    ({"domain_id": "abc"}, "'domain_id'"),
-    ({}, "parameter 'policy_path' is required"),
+@pytest.mark.parametrize("module,params,message", [
+    (NODE_MODULE, {"kind": "can"}, "parameter 'kind': 'can' is not one of"),
+    (NODE_MODULE, {"domain_id": "abc"}, "'domain_id'"),
+    (NODE_MODULE, {}, "parameter 'policy_path' is required"),
+    # rclpy drops a parameter the node never declared: a typo would have run without a deadman
+    (NODE_MODULE, {"deadman_timout_s": 0.5}, "unknown parameter 'deadman_timout_s' (did you mean 'deadman_timeout_s'?)"),
+    (NODE_MODULE, {"deadman_timeout_s": ".nan"}, "parameter 'deadman_timeout_s' must be 0 (no deadman) or in"),
+    (NODE_MODULE, {"network_interface": "' '"}, "parameter 'network_interface' is empty"),
+    (NODE_MODULE, {"network_interface": " "}, "parameter 'network_interface' is empty"),  # YAML: null
+    (SENTINEL_MODULE, {"timeout_sec": 0.5}, "unknown parameter 'timeout_sec' (did you mean 'timeout_s'?)"),
+    (SENTINEL_MODULE, {"damping_period_s": 1.0}, "parameter 'damping_period_s' must be in (0, timeout_s = 0.1]"),
+    (BRIDGE_MODULE, {"physics_hz": 1000.0}, "unknown parameter 'physics_hz'"),
 ])
-def test_bad_parameters_are_one_line_errors(params, message):
-    policy = {"policy_path": "/nonexistent.onnx"} if params else {}
-    run = subprocess.run([sys.executable, "-m", NODE_MODULE, *ros_args({**policy, **params})], capture_output=True,
+def test_bad_parameters_are_one_line_errors(module, params, message):
+    policy = {"policy_path": "/nonexistent.onnx"} if params and module == NODE_MODULE else {}
+    run = subprocess.run([sys.executable, "-m", module, *ros_args({**policy, **params})], capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 2 and message in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
 

@@ -63,6 +63,7 @@ def test_sim2sim_launch_file_builds_its_nodes_from_the_shared_description():
                 for a in n.names}
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     assert "sim2sim_nodes_from_launch" in imported and "sim2sim_nodes_from_launch" in called
+    assert "check_launch_argument_names" in called  # a misspelled policy:= would run the shipped policy
     assert "generate_launch_description" in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     launch_ros_imports = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "launch_ros.actions" in launch_ros_imports  # the real launch_ros API
