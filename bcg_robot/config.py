@@ -176,6 +176,16 @@ def check_against_mjcf(cfg: RobotConfig) -> None:
             raise ConfigError(cfg.source, f"key 'position_upper': {cfg.position_upper[i]} for '{name}' disagrees with MJCF {hi:.6g}")
     if hinge_names != list(cfg.mjcf_joint_names):
         raise ConfigError(cfg.source, f"key 'joint_names': order differs from the MJCF hinge order of {path.name}")
+    bodies = {model.body(i).name for i in range(model.nbody)}
+    sites = {model.site(i).name for i in range(model.nsite)}
+    if cfg.imu_site not in sites:
+        raise ConfigError(cfg.source, f"key 'imu_site': '{cfg.imu_site}' is not a site in {path.name}")
+    if not cfg.feet:
+        raise ConfigError(cfg.source, "key 'feet': empty (the foot bodies the contact model and metrics use)")
+    for key, names in (("root_body", (cfg.root_body,)), ("feet", cfg.feet)):
+        for name in names:
+            if name not in bodies:
+                raise ConfigError(cfg.source, f"key '{key}': '{name}' is not a body in {path.name}")
 
 
 def load_robot_config(path: str | Path = DEFAULT_ROBOT_CONFIG, check_model: bool = True) -> RobotConfig:

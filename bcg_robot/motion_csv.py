@@ -137,9 +137,11 @@ def load_motion_csv(path: str | Path, cfg: RobotConfig, fps: float = CSV_FPS, na
     if not (math.isfinite(fps) and 1.0 <= fps <= 1000.0):
         raise MotionError(path, f"frame rate {fps} fps is not in [1, 1000]")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise MotionError(path, f"cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise MotionError(path, f"not UTF-8 text (byte {err.start})") from None
     data, lines = _parse_rows(path, text, len(names), names)
 
     quat_xyzw = data[:, 3:7]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import types
 import typing
 from pathlib import Path
@@ -22,14 +23,29 @@ from bcg_robot.errors import ConfigError
 T = TypeVar("T")
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key '{key}' given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(path, f"cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(path, f"not UTF-8 text (byte {err.start})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -88,6 +104,8 @@ def _convert(value: Any, tp: Any, key: str, source: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(source, f"key '{key}': expected a number, got {value!r}")
+        if not math.isfinite(value):  # .nan passes every 'x <= 0' check after it; no key means 'no limit' by .inf
+            raise ConfigError(source, f"key '{key}': expected a finite number, got {value!r}")
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from bcg_robot.action_offset import check_action_offset
 from bcg_robot.model import TRAIN_LS_ITERATIONS, TRAIN_SOLVER_ITERATIONS
@@ -58,6 +59,15 @@ class TerminationConfig:
     max_tilt: float = 1.0  # rad between the pelvis z axis and the world z axis
     max_key_body_error: float = 0.5  # m, mean over key bodies
 
+    def validate(self) -> None:
+        # a bound that can never be crossed switches fall termination off without a word
+        if not 0 <= self.min_root_height < 2.0:
+            raise ValueError(f"termination.min_root_height must be in [0, 2) m, got {self.min_root_height}")
+        if not 0 < self.max_tilt <= math.pi:
+            raise ValueError(f"termination.max_tilt must be in (0, pi] rad, got {self.max_tilt}")
+        if not self.max_key_body_error > 0:
+            raise ValueError(f"termination.max_key_body_error must be > 0 m, got {self.max_key_body_error}")
+
 
 @dataclasses.dataclass(frozen=True)
 class DomainRandomizationConfig:
@@ -77,6 +87,9 @@ class DomainRandomizationConfig:
             lo, hi = getattr(self, name)
             if lo > hi:
                 raise ValueError(f"domain randomization '{name}': lower bound {lo} above upper bound {hi}")
+        for name in ("friction", "gain_scale", "push_interval_s"):  # a friction, a gain factor, an interval
+            if not getattr(self, name)[0] > 0:
+                raise ValueError(f"domain randomization '{name}': bounds must be > 0, got {list(getattr(self, name))}")
         if not 0.0 <= self.latency_probability <= 1.0:
             raise ValueError("domain randomization 'latency_probability' must be in [0, 1]")
         if self.push_velocity < 0 or self.model_resample_steps < 1:
@@ -157,6 +170,7 @@ class ImitationConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         self.domain.validate()
+        self.termination.validate()
         self.push_recovery.validate(self.rewards.names())
         for name in self.rewards.names():
             term = getattr(self.rewards, name)

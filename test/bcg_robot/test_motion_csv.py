@@ -51,6 +51,13 @@ def test_nan_names_row_and_column(tmp_path):
     assert "\n" not in str(err.value) and str(path) in str(err.value)
 
 
+def test_a_file_that_is_not_utf8_is_one_error(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("\n".join(_rows(STAND)).encode() + b"\n# caf\xe9\n")
+    with pytest.raises(MotionError, match=r"latin1\.csv: not UTF-8 text"):
+        load_motion_csv(path, CFG)
+
+
 def test_text_cell_is_rejected(tmp_path):
     with pytest.raises(MotionError, match=r"row 1, column 2 \(root_y\): not a number: 'abc'"):
         load_motion_csv(_write(tmp_path, _edit(_rows(STAND), 0, 1, "abc")), CFG)

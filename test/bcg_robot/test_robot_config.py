@@ -71,6 +71,12 @@ def _names_with(index: int, name: str) -> list[str]:
         ({"control_dt": None}, None),  # default applies; not an error
         ({"position_upper": [3.0] + [2.8798] * 28}, "key 'position_upper': 3.0 for 'left_hip_pitch' disagrees with MJCF"),
         ({"joint_names": None}, "missing key 'joint_names'"),
+        ({"imu_site": "imu_in_pelvs"}, "key 'imu_site': 'imu_in_pelvs' is not a site in"),  # was a traceback in build_model
+        ({"feet": ["left_ankle_roll_link", "right_ankle_rol_link"]}, "key 'feet': 'right_ankle_rol_link' is not a body in"),
+        ({"feet": []}, "key 'feet': empty"),
+        ({"root_body": "pelv"}, "key 'root_body': 'pelv' is not a body in"),
+        ({"action_scale": float("nan")}, "key 'action_scale': expected a finite number, got nan"),  # passed 'x <= 0'
+        ({"control_dt": float("inf")}, "key 'control_dt': expected a finite number, got inf"),
     ],
 )
 def test_config_errors_name_file_and_key(tmp_path, changes, message):
@@ -93,6 +99,14 @@ def test_invalid_yaml_and_missing_file(tmp_path):
         load_robot_config(bad)
     with pytest.raises(ConfigError, match="cannot read"):
         load_robot_config(tmp_path / "nope.yaml")
+    twice = tmp_path / "twice.yaml"  # PyYAML keeps the last of two equal keys
+    twice.write_text(DEFAULT_ROBOT_CONFIG.read_text() + "\naction_scale: 2.5\n")
+    with pytest.raises(ConfigError, match="invalid YAML at line .*: key 'action_scale' given twice"):
+        load_robot_config(twice)
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes(b"# caf\xe9\n" + DEFAULT_ROBOT_CONFIG.read_bytes())
+    with pytest.raises(ConfigError, match="latin1.yaml: not UTF-8 text"):
+        load_robot_config(latin1)
 
 
 def test_cli_prints_one_line_and_exits_nonzero(tmp_path):
