@@ -28,6 +28,7 @@ INPUT_NAMES = RAW_INPUT_NAMES
 OUTPUT_NAMES = ("joint_targets", "action")
 CONTROL_DT_TOLERANCE = 1e-9
 GAIN_TOLERANCE = 1e-6  # float32 round trips of gains
+ACTION_SCALE_TOLERANCE = 1e-6  # relative
 
 _LIST_FIELDS = ("joint_names", "default_pose", "kp", "kd", "action_scale", "observation_spec")
 
@@ -156,6 +157,12 @@ class PolicyContract:
             j = outside[0]
             raise ContractError(source, f"policy default pose of '{robot.joint_names[j]}' ({q0[j]}) is outside the joint limits")
         self.check_gains(robot, source)
+        scale = np.asarray(self.action_scale)
+        wrong = np.flatnonzero(np.abs(scale - robot.action_scale) > ACTION_SCALE_TOLERANCE * robot.action_scale)
+        if wrong.size:  # the robot config is the one source of the action scale the trainer used
+            j = wrong[0]
+            raise ContractError(source, f"policy action_scale of '{robot.joint_names[j]}' is {scale[j]:g}, "
+                                        f"robot config has {robot.action_scale:g}")
 
     def check_gains(self, robot: RobotConfig, source: str) -> None:
         """kp and kd within ``robot.policy_gain_ratio`` of the robot's, either way, per joint."""

@@ -7,8 +7,11 @@ there, and an output that is not one row of the robot's joints never reaches the
 loop, which would broadcast it); the contract comes from the
 file's metadata (``custom_metadata_map``) and must match the robot config (joint names
 and order, count, control dt, a known observation spec, a default pose within the joint
-limits, gains within ``policy_gain_ratio``; the control loop then wants the default pose
-within the soft limits). Any problem is a :class:`ContractError`: one line naming the file.
+limits, gains within ``policy_gain_ratio``, the action scale equal to the config's; the control
+loop then wants the default pose within the soft limits), and the graph must apply the
+metadata's default pose and action scale (one more inference: a default-pose policy's
+``targets - action_scale * action`` is its default pose). Any problem is a
+:class:`ContractError`: one line naming the file.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bcg_robot.action_offset import DEFAULT_POSE
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import INPUT_NAMES, OUTPUT_NAMES, PolicyContract
 from bcg_robot.errors import ContractError
 from bcg_robot.observation import raw_input_sizes
+
+OFFSET_TOLERANCE = 1e-4  # rad, relative to 1 + |target|: float32 arithmetic in the graph
 
 
 class OnnxPolicy:
@@ -58,6 +64,7 @@ class OnnxPolicy:
         contract = PolicyContract.from_metadata(meta, source)
         contract.check_against(robot, source)
         policy.contract = contract
+        policy._check_offset_and_scale()
         return policy
 
     @staticmethod
@@ -88,6 +95,29 @@ class OnnxPolicy:
                 raise ContractError(
                     self.source, f"policy output '{name}' has shape {list(np.shape(value))} for one state, expected [1, {num_joints}]"
                 )
+
+    def _check_offset_and_scale(self) -> None:
+        """The metadata's default pose and action scale are the ones the graph applies: for a
+        default-pose offset, ``targets - action_scale * action`` is the default pose. The node
+        ramps to and holds the metadata's pose, and the policy acts around the graph's. A
+        non-finite output is left to the control loop's watchdog (it trips on the first tick)."""
+        contract = self.contract
+        if contract.action_offset != DEFAULT_POSE:  # the reference's table inside the graph is the offset
+            return
+        q0 = np.asarray(contract.default_pose)
+        raw = {name: np.zeros(size) for name, size in raw_input_sizes(contract.num_joints).items()}
+        raw.update(imu_quat=np.array([1.0, 0.0, 0.0, 0.0]), joint_pos=q0)
+        targets, action = self.run(raw)
+        if not (np.isfinite(targets).all() and np.isfinite(action).all()):
+            return
+        offset = targets - np.asarray(contract.action_scale) * action
+        tolerance = OFFSET_TOLERANCE * (1.0 + np.abs(targets))  # float32 graph
+        off = np.flatnonzero(np.abs(offset - q0) > tolerance)
+        if off.size:
+            j = off[0]
+            raise ContractError(self.source, f"policy graph acts around {offset[j]:.4g} for '{contract.joint_names[j]}', its "
+                                             f"metadata says default pose {q0[j]:.4g} (with action_scale {contract.action_scale[j]:g}): "
+                                             f"metadata and graph disagree")
 
     def _infer(self, raw: dict[str, np.ndarray]) -> list[np.ndarray]:
         feeds = {name: np.asarray(raw[name], dtype=np.float32).reshape(1, -1) for name in INPUT_NAMES}

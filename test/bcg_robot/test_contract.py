@@ -36,6 +36,8 @@ def test_metadata_round_trip(robot):
         (lambda c, r: dataclasses.replace(c, default_pose=(9.0,) + c.default_pose[1:]), "default pose of 'left_hip_pitch'"),
         (lambda c, r: dataclasses.replace(c, motion_length_s=float("nan")), "policy motion_length_s nan is not a number >= 0"),
         (lambda c, r: dataclasses.replace(c, motion_length_s=-2.0), "policy motion_length_s -2.0 is not a number >= 0"),
+        (lambda c, r: dataclasses.replace(c, action_scale=c.action_scale[:-1] + (100.0,)),
+         "policy action_scale of 'right_wrist_yaw' is 100, robot config has 0.25"),
     ],
 )
 def test_contract_mismatches_are_named(robot, change, message):

@@ -92,6 +92,37 @@ def test_bad_policies_are_one_line_errors_naming_the_file(robot, tmp_path, case,
     assert "\n" not in message and message.startswith(str(path)) and match in message
 
 
+def _with_metadata(path, out, **changes):
+    """The exported file with some metadata entries rewritten (the graph untouched)."""
+    model = onnx.load(str(path))
+    for prop in model.metadata_props:
+        if prop.key in changes:
+            prop.value = changes[prop.key]
+    onnx.save(model, str(out))
+    return out
+
+
+def test_metadata_that_disagrees_with_the_graph_is_refused(robot, tmp_path):
+    """The node ramps to and holds the metadata's default pose; the graph acts around its own.
+    A file whose metadata was edited after export must not load."""
+    import json
+
+    path = write_policy(tmp_path / "random.onnx", robot, "random")
+    OnnxPolicy.load(path, robot)
+    pose = list(robot.default_pose)
+    j = robot.joint_names.index("left_knee")
+    pose[j] += 0.2  # still inside the joint limits, so only the graph can tell
+    edited = _with_metadata(path, tmp_path / "pose.onnx", default_pose=json.dumps(pose))
+    with pytest.raises(ContractError, match=r"pose.onnx: policy graph acts around .* for 'left_knee', its metadata says "
+                                            r"default pose .*: metadata and graph disagree"):
+        OnnxPolicy.load(edited, robot)
+    scaled = write_policy(tmp_path / "scaled.onnx", robot, "random", action_scale=(0.5,) * robot.num_joints)
+    with pytest.raises(ContractError, match="policy action_scale of 'left_hip_pitch' is 0.5, robot config has 0.25"):
+        OnnxPolicy.load(scaled, robot)
+    # a NaN policy loads: the control loop's watchdog trips on its first output (sim2sim's nan scenario)
+    assert OnnxPolicy.load(write_policy(tmp_path / "nan.onnx", robot, "nan"), robot).contract.num_joints == robot.num_joints
+
+
 def test_policy_gains_within_the_configured_ratio_load(robot, tmp_path):
     relaxed = dataclasses.replace(robot, policy_gain_ratio=1.5)
     path = write_policy(tmp_path / "stiffer.onnx", robot, kp=tuple(1.4 * k for k in robot.kp))
@@ -102,17 +133,19 @@ def test_policy_gains_within_the_configured_ratio_load(robot, tmp_path):
 
 def write_reshaping_policy(path, robot, output_shape, keep):
     """A graph with the right names and metadata whose outputs are the default pose's first
-    ``keep`` values reshaped to ``output_shape`` (declared as such, or symbolic)."""
+    ``keep`` values (targets) and as many zeros (action) reshaped to ``output_shape``
+    (declared as such, or symbolic)."""
     n, sizes = robot.num_joints, raw_input_sizes(robot.num_joints)
     contract = PolicyContract.for_robot(robot)
     inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", sizes[name]]) for name in INPUT_NAMES]
     pose = np.asarray(contract.default_pose[:keep], np.float32)
+    constants = [numpy_helper.from_array(pose, "pose"), numpy_helper.from_array(np.zeros_like(pose), "zero")]
     if all(isinstance(d, int) for d in output_shape):
-        constants = [numpy_helper.from_array(pose, "pose"), numpy_helper.from_array(np.array(output_shape, np.int64), "shape")]
+        constants.append(numpy_helper.from_array(np.array(output_shape, np.int64), "shape"))
         nodes = []
     else:  # reshaped to phase's runtime shape [batch, 1]: no size for shape inference to find
-        constants, nodes = [numpy_helper.from_array(pose, "pose")], [helper.make_node("Shape", ["phase"], ["shape"])]
-    nodes += [helper.make_node("Reshape", ["pose", "shape"], [out]) for out in ("joint_targets", "action")]
+        nodes = [helper.make_node("Shape", ["phase"], ["shape"])]
+    nodes += [helper.make_node("Reshape", [value, "shape"], [out]) for value, out in (("pose", "joint_targets"), ("zero", "action"))]
     outputs = [helper.make_tensor_value_info(out, TensorProto.FLOAT, output_shape) for out in ("joint_targets", "action")]
     model = helper.make_model(helper.make_graph(nodes, "reshaping", inputs, outputs, initializer=constants),
                               opset_imports=[helper.make_opsetid("", 17)])
