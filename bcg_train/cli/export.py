@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
         ckpt = load_checkpoint(args.checkpoint)
         robot = load_robot_config()
         ref, table = reference_offset_table(ckpt.config, robot)
-        path = export_onnx(args.out, ckpt.config, robot, ckpt.state.actor, ckpt.state.obs_stats, ref.name, ref.length_s, table)
+        path = export_onnx(args.out, ckpt.config, robot, ckpt.state.actor, ckpt.state.obs_stats, ref.name, ref.length_s, table,
+                           source=str(ckpt.path))
         dump_dataclass(ckpt.config, path.with_suffix(".train.yaml"))
         print(f"bcg-export: {path} (iteration {int(ckpt.state.iteration)} of {ckpt.path}, motion '{ref.name}' {ref.length_s:.2f} s)")
     return 0

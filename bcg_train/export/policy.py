@@ -18,6 +18,7 @@ import numpy as np
 from bcg_robot.action_offset import reference_joint_targets
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
+from bcg_robot.errors import BCGInputError
 from bcg_robot.observation import build_observation
 from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
 from bcg_train.learn.config import TrainConfig, config_hash
@@ -91,10 +92,30 @@ def reference_offset_table(cfg: TrainConfig, robot: RobotConfig):
     return ref, (ref.joint_pos if cfg.task.action_offset == REFERENCE else None)
 
 
+class ExportError(BCGInputError):
+    """A checkpoint whose policy must not be exported (one line naming the checkpoint)."""
+
+
+def check_exportable(weights: PolicyWeights, source: str) -> None:
+    """A policy the robot may run: finite weights and normalizer, a positive std (the graph
+    divides by it). The loader accepts such a graph (its NaN output trips the node's watchdog
+    on the first RUN tick), so the exporter is where it is refused."""
+    arrays = {"obs_mean": weights.obs_mean, "obs_std": weights.obs_std}
+    for i, layer in enumerate(weights.layers):
+        arrays.update({f"layer {i} {k}": v for k, v in (("weight", layer.weight), ("bias", layer.bias),
+                                                          ("ln_scale", layer.ln_scale), ("ln_bias", layer.ln_bias)) if v is not None})
+    for name, value in arrays.items():
+        if not np.isfinite(value).all():
+            raise ExportError(source, f"policy {name} has non-finite values: refusing to export")
+    if not (weights.obs_std > 0).all():
+        raise ExportError(source, "policy obs_std has values <= 0: refusing to export")
+
+
 def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, stats: RunningStats, motion_id: str, motion_length_s: float,
-                reference_joint_pos: np.ndarray | None = None) -> Path:
+                reference_joint_pos: np.ndarray | None = None, source: str = "<policy>") -> Path:
     """``reference_joint_pos`` (frames at the control rate, n): exactly with ``action_offset: reference``
-    (:func:`bcg_robot.onnx_graph.check_offset` says so otherwise)."""
+    (:func:`bcg_robot.onnx_graph.check_offset` says so otherwise). ``source``: the checkpoint, for errors."""
     contract = policy_contract(cfg, robot, motion_id, motion_length_s)
     weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, reference_joint_pos)
+    check_exportable(weights, source)
     return save_policy_onnx(path, contract, weights)

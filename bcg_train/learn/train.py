@@ -78,10 +78,13 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     try:
         with open(path, "rb") as f:
             payload = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as err:
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
         raise CheckpointError(path, f"cannot read checkpoint: {err}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(path, "not a BCG training checkpoint (format mismatch)")
+    missing = [key for key in ("config", "config_hash", "state") if key not in payload]
+    if missing:
+        raise CheckpointError(path, f"checkpoint lacks '{missing[0]}'")
     # integrity of the stored config itself: a field added to TrainConfig since the
     # checkpoint was saved loads at its default and does not make the checkpoint unreadable
     if plain_config_hash(payload["config"]) != payload["config_hash"]:

@@ -43,6 +43,12 @@ def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
     ("shac:\n  target_critic_alpha: 1.0\n", "shac.target_critic_alpha must be in [0, 1)"),
     ("task:\n  rewards:\n    joint_pos:\n      weight: 0.5\n      sigma: 0.0\n", "rewards.joint_pos.sigma must be > 0, got 0.0"),
     ("task:\n  domain:\n    model_resample_steps: 0\n", "'model_resample_steps' >= 1"),
+    # NaN passed every 'x <= 0' check: a crash after the compile, or termination switched off
+    ("task:\n  episode_length_s: .nan\n", "key 'task.episode_length_s': expected a finite number, got nan"),
+    ("task:\n  termination:\n    max_tilt: .inf\n", "key 'task.termination.max_tilt': expected a finite number"),
+    ("task:\n  termination:\n    min_root_height: 5.0\n", "termination.min_root_height must be in [0, 2) m, got 5.0"),
+    ("task:\n  domain:\n    friction: [-1.0, -0.5]\n", "'friction': bounds must be > 0, got [-1.0, -0.5]"),
+    ("shac:\n  horizon: 8\n  horizon: 32\n", "key 'horizon' given twice"),
 ])
 def test_train_rejects_values_that_would_fail_or_train_nothing_after_the_compile(tmp_path, capsys, text, message):
     bad = tmp_path / "bad.yaml"
@@ -65,3 +71,35 @@ def test_steps_to_threshold_uses_a_moving_window():
     # the 5-iteration mean drops below 5 cm once 4 of the last 5 are 1 cm: (0.2 + 4 * 0.01) / 5 = 0.048
     assert steps == 900.0 and wall == 8.0
     assert steps_to_threshold(history, 0.001) == (None, None)
+
+
+def test_export_refuses_checkpoints_it_cannot_read_and_policies_the_robot_must_not_run(tmp_path, capsys):
+    import dataclasses
+    import pickle
+
+    import numpy as np
+
+    from bcg_robot.config import load_robot_config
+    from bcg_robot.contract import PolicyContract
+    from bcg_sim_bridge.harness.sample_policies import random_weights
+    from bcg_train.export.policy import ExportError, check_exportable
+    from bcg_train.learn.train import CHECKPOINT_FORMAT
+
+    lacking = tmp_path / "lacking.pkl"
+    lacking.write_bytes(pickle.dumps({"format": CHECKPOINT_FORMAT, "state": None}))  # was a KeyError traceback
+    err = _run(export_main, [str(lacking), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert f"{lacking}: checkpoint lacks 'config'" in err
+    gone = tmp_path / "gone.pkl"  # a pickle naming a module that no longer exists: a ModuleNotFoundError traceback
+    gone.write_bytes(b"cnomodule\nX\n.")  # protocol 0: GLOBAL nomodule.X, STOP
+    err = _run(export_main, [str(gone), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert f"{gone}: cannot read checkpoint: No module named 'nomodule'" in err
+    assert not (tmp_path / "p.onnx").exists()
+
+    weights = random_weights(PolicyContract.for_robot(load_robot_config(check_model=False)))
+    check_exportable(weights, "ckpt.pkl")
+    layer = dataclasses.replace(weights.layers[1], bias=np.full_like(weights.layers[1].bias, np.nan))
+    bad = dataclasses.replace(weights, layers=(weights.layers[0], layer, *weights.layers[2:]))
+    with pytest.raises(ExportError, match="ckpt.pkl: policy layer 1 bias has non-finite values: refusing to export"):
+        check_exportable(bad, "ckpt.pkl")
+    with pytest.raises(ExportError, match="policy obs_std has values <= 0"):
+        check_exportable(dataclasses.replace(weights, obs_std=np.zeros_like(weights.obs_std)), "ckpt.pkl")
