@@ -150,6 +150,11 @@ def load_reference(contract: PolicyContract, policy: Path, robot: RobotConfig, r
         raise MotionError(clip_path, f"no such reference clip for policy {policy} (motion '{contract.motion_id}'"
                                      + ("" if requested else "; --reference PATH names another") + ")")
     clip = load_motion_csv(clip_path, robot, name=contract.motion_id)
+    # the trainer's motion length is the clip resampled at the control rate: its duration plus
+    # up to one period (bcg_train.motion.reference); another length is another clip or frame rate
+    if not clip.duration_s - 1e-6 <= contract.motion_length_s <= clip.duration_s + 2 * robot.control_dt:
+        raise MotionError(clip_path, f"is {clip.duration_s:g} s at {clip.fps:g} fps, but policy {policy} was trained on a "
+                                     f"{contract.motion_length_s:g} s motion (motion_length_s): another clip or frame rate")
     note = (f"motion '{contract.motion_id}' ({clip_path}, {clip.duration_s:g} s at {clip.fps:g} fps), played from the "
             f"operator's RUN, wrapping every {contract.motion_length_s:g} s (the node's phase)")
     return RunReference(contract.motion_id, clip, contract.motion_length_s), note

@@ -97,6 +97,11 @@ def test_a_policy_whose_clip_is_missing_or_invalid_is_exit_2_naming_the_file(tmp
     bad.write_text("0,0,0.78\n0,0,0.78\n")
     line = _one_line(_cli("--policy", str(policy), "--reference", str(bad), "--out", str(tmp_path / "out")))
     assert line.startswith(f"bcg-sim2sim: error: {bad}: row 1: expected 36 columns")
+    # a clip of another length than the policy's motion: it would be scored against the wrong timeline
+    long = write_policy(tmp_path / "long.onnx", ROBOT, motion_id="squat", motion_length_s=6.02)
+    squat = share_file("models/motions/squat.csv")
+    line = _one_line(_cli("--policy", str(long), "--reference", str(squat), "--out", str(tmp_path / "out")))
+    assert f"{squat}: is 8 s at 30 fps, but policy {long} was trained on a 6.02 s motion" in line
     # under --policy all, the same check for every model before anything runs
     shutil.copy(share_file("models/motions/squat.csv"), models / "motions" / "squat.csv")
     write_policy(models / "squat.onnx", ROBOT, motion_id="squat", motion_length_s=8.0)
