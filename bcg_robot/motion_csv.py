@@ -35,6 +35,12 @@ JOINT_LIMIT_MARGIN = 0.05
 # A joint may move at most this multiple of its velocity limit between frames.
 VELOCITY_LIMIT_FACTOR = 1.5
 QUAT_NORM_TOLERANCE = 0.05
+# The root: a height in metres above the floor (a clip in cm is 100x off), at most this fast
+# between frames (a G1 does not move 10 m/s; a teleport is a broken or concatenated clip),
+# and upright in the first frame (the pelvis z axis above horizontal: a quaternion written
+# w, x, y, z instead of x, y, z, w turns the identity upside down).
+ROOT_HEIGHT_RANGE_M = (0.0, 3.0)
+MAX_ROOT_SPEED = 10.0  # m/s
 
 
 class MotionError(BCGInputError):
@@ -170,11 +176,31 @@ def load_motion_csv(path: str | Path, cfg: RobotConfig, fps: float = CSV_FPS, na
             f"over {VELOCITY_LIMIT_FACTOR} x its limit {cfg.velocity[j]:g} rad/s (wrong frame rate?)",
         )
 
+    _check_root(path, data[:, :3], quat_xyzw / norms[:, None], lines, fps)
     quat = quat_xyzw[:, [3, 0, 1, 2]] / norms[:, None]
     quat = _continuous_sign(quat)
     return MotionClip(
         name=name or path.stem, fps=float(fps), root_pos=data[:, :3].copy(), root_quat=quat, joint_pos=joints.copy(), source=str(path)
     )
+
+
+def _check_root(path: Path, pos: np.ndarray, quat_xyzw: np.ndarray, lines: list[int], fps: float) -> None:
+    low, high = ROOT_HEIGHT_RANGE_M
+    out = np.flatnonzero((pos[:, 2] <= low) | (pos[:, 2] > high))
+    if out.size:
+        r = out[0]
+        raise MotionError(path, f"row {lines[r]}, column 3 (root_z): {pos[r, 2]:g} m is not a pelvis height in ({low:g}, {high:g}] m")
+    speed = np.linalg.norm(np.diff(pos, axis=0), axis=1) * fps
+    fast = np.flatnonzero(speed > MAX_ROOT_SPEED)
+    if fast.size:
+        r = fast[0]
+        raise MotionError(path, f"row {lines[r + 1]}, columns 1-3 (root position): the root moves at {speed[r]:.1f} m/s at "
+                                f"{fps:g} fps, over {MAX_ROOT_SPEED:g} m/s (a jump in the clip, or the wrong frame rate?)")
+    x, y = quat_xyzw[0, 0], quat_xyzw[0, 1]
+    up_z = 1.0 - 2.0 * (x * x + y * y)  # world z of the pelvis z axis
+    if up_z <= 0.0:
+        raise MotionError(path, f"row {lines[0]}, columns 4-7 (root quaternion x,y,z,w): the first frame's pelvis points "
+                                f"down (z axis at {up_z:.2f} of vertical): is the quaternion written w,x,y,z?")
 
 
 def _continuous_sign(quat: np.ndarray) -> np.ndarray:

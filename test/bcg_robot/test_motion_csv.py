@@ -51,6 +51,25 @@ def test_nan_names_row_and_column(tmp_path):
     assert "\n" not in str(err.value) and str(path) in str(err.value)
 
 
+@pytest.mark.parametrize("row,column,value,message", [
+    (4, 2, "78.4", r"row 5, column 3 \(root_z\): 78.4 m is not a pelvis height"),  # centimetres
+    (4, 0, "2.0", r"row 5, columns 1-3 \(root position\): the root moves at 60.0 m/s"),  # a teleport
+])
+def test_a_root_that_is_no_pelvis_in_metres_or_teleports_is_refused(tmp_path, row, column, value, message):
+    with pytest.raises(MotionError, match=message):
+        load_motion_csv(_write(tmp_path, _edit(_rows(STAND), row, column, value)), CFG)
+
+
+def test_a_first_frame_upside_down_is_refused(tmp_path):
+    """The identity written w, x, y, z reads as x=1: 180 degrees about x, the pelvis pointing down."""
+    rows = _rows(STAND)
+    for r in range(len(rows)):
+        for column, value in zip(range(3, 7), ("1", "0", "0", "0")):
+            rows = _edit(rows, r, column, value)
+    with pytest.raises(MotionError, match="row 1, columns 4-7 .*: the first frame's pelvis points down"):
+        load_motion_csv(_write(tmp_path, rows), CFG)
+
+
 def test_a_file_that_is_not_utf8_is_one_error(tmp_path):
     path = tmp_path / "latin1.csv"
     path.write_bytes("\n".join(_rows(STAND)).encode() + b"\n# caf\xe9\n")
