@@ -20,6 +20,7 @@ rollout cost (taken as one ``grad`` of the batch sum, see
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from typing import Callable
 
@@ -30,7 +31,7 @@ import numpy as np
 from bcg_train.bcg.bundle import BundledSim, BundledState
 from bcg_train.bcg.config import Estimator
 from bcg_train.bcg.perturbation import integrate_configuration
-from bcg_train.bcg.rollout import StepCost, bundled_count, rollout_open_loop, simulated_substeps
+from bcg_train.bcg.rollout import StepCost, bundled_count, grad_through_rollout, rollout_open_loop, simulated_substeps
 from bcg_train.sim.env import SimState
 
 
@@ -140,11 +141,11 @@ def make_open_loop_gradient_fn(bsim: BundledSim, step_cost: StepCost) -> Callabl
         config = dataclasses.replace(bsim.config, mode=mode, force_threshold=force_threshold)
         b = BundledSim(bsim.sim.with_contact_params(geom_solref, geom_solimp), config)
 
-        def total(a):
-            costs, final, substeps = rollout_open_loop(b, start, a, step_cost)
+        def total(a, s0):
+            costs, final, substeps = rollout_open_loop(b, s0, a, step_cost)
             return jnp.sum(costs), (costs, substeps, final.bundle.num_started)
 
-        grads, (costs, substeps, bundles) = jax.grad(total, has_aux=True)(actions)
+        grads, (costs, substeps, bundles) = grad_through_rollout(total)(actions, start)
         return grads, costs, substeps, bundles
 
     return jax.jit(gradients)
@@ -197,7 +198,7 @@ def policy_gradient_statistics(
     k = start.sim.step_count.shape[0]
     tiled = jax.tree_util.tree_map(lambda p: jnp.broadcast_to(p, (k,) + jnp.shape(p)), params)
 
-    def total(params_k):
+    def total(params_k, start):
         def body(s, _):
             actions = jax.vmap(policy)(params_k, jax.vmap(observe)(s.sim))
             s = bsim.step(s, actions)
@@ -207,7 +208,7 @@ def policy_gradient_statistics(
         per_env = jnp.sum(costs, axis=0)
         return jnp.sum(per_env), (per_env, simulated_substeps(bsim, k, bundled), final.bundle.num_started)
 
-    fn = jax.jit(jax.grad(total, has_aux=True))
+    fn = jax.jit(functools.partial(grad_through_rollout(total), start=start))
     t0 = time.perf_counter()
     jax.block_until_ready(fn(tiled))
     compile_time = time.perf_counter() - t0

@@ -14,7 +14,7 @@ stays at batch level (outside every vmap) where XLA executes only the taken bran
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -56,15 +56,30 @@ def simulated_substeps(bsim: BundledSim, num_envs: int, bundled_per_step: jax.Ar
     return (bundled_per_step.shape[0] + jnp.sum(branch_chunks)) * num_envs * n
 
 
+def grad_through_rollout(fun: Callable[..., tuple[jax.Array, Any]]) -> Callable[..., tuple[Any, Any]]:
+    """``g(x, start, *args) -> (d fun / d x, aux)`` for ``fun(x, start, *args) -> (scalar, aux)``,
+    a rollout (``lax.scan``) from ``start``. The start is differentiated as well and its
+    gradient dropped: from a constant start, lax.scan's linearization finds the state's
+    tangent nonzero after one step and linearizes the whole body (the physics step and its
+    bundles) a second time to reach its fixpoint. The gradient with respect to ``x`` is the
+    same (bit for bit, measured on the SHAC window: ``bcg_train.learn.shac``)."""
+    grad = jax.grad(fun, argnums=(0, 1), has_aux=True, allow_int=True)
+
+    def grad_x(x, start, *args):
+        (g_x, _), aux = grad(x, start, *args)
+        return g_x, aux
+
+    return grad_x
+
+
 def per_env_action_gradients(
     bsim: BundledSim, state: BundledState, actions: jax.Array, step_cost: StepCost
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """Per-environment gradients d cost_k / d actions_k, shape (K, T, nu), via one
     ``grad`` of the batch sum. Also returns the per-env costs and simulated substeps."""
 
-    def total(a):
-        costs, _, substeps = rollout_open_loop(bsim, state, a, step_cost)
+    def total(a, start):
+        costs, _, substeps = rollout_open_loop(bsim, start, a, step_cost)
         return jnp.sum(costs), (costs, substeps)
 
-    grads, aux = jax.grad(total, has_aux=True)(actions)
-    return grads, aux
+    return grad_through_rollout(total)(actions, state)

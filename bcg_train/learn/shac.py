@@ -163,6 +163,17 @@ class SHACState:
     iteration: jax.Array
 
 
+def integer_leaves_constant(tree):
+    """``tree`` with its integer and boolean leaves through ``stop_gradient`` (a no-op on
+    their values). Leaves out of a custom VJP (the guarded step, the state clip) carry instantiated float0
+    tangents; as scan carries they looked like tangents that appear after one step, and
+    lax.scan linearized the whole rollout body a second time to reach its fixpoint."""
+    def constant(x):
+        return x if jnp.issubdtype(jnp.result_type(x), jnp.inexact) else jax.lax.stop_gradient(x)
+
+    return jax.tree_util.tree_map(constant, tree)
+
+
 class SHAC:
     """The learner for one task and config; :meth:`iteration` is the jitted step."""
 
@@ -259,10 +270,16 @@ class SHAC:
         cfg = self.cfg
         return cfg.action_noise_std * jax.random.normal(key, (cfg.horizon, cfg.num_envs, self.task.action_size), jnp.float32)
 
-    def _rollout(self, actor: Params, state: SHACState, noise: jax.Array):
+    def initial_carry(self, env) -> tuple:
+        """The rollout scan's carry at the window's start: environments, discount, return and loss."""
+        k = self.cfg.num_envs
+        return env, jnp.ones((k,), jnp.float32), jnp.zeros((k,), jnp.float32), jnp.zeros((k,), jnp.float32)
+
+    def _rollout(self, actor: Params, state: SHACState, noise: jax.Array, init: tuple | None = None):
         """The window's actor loss; ``noise`` (T, K, A) is the exploration noise added to each
         action, so the loss's gradient with respect to it is the gradient with respect to the
-        actions (:func:`action_gradient_spread`)."""
+        actions (:func:`action_gradient_spread`). ``init``: the scan's initial carry
+        (default :meth:`initial_carry` of ``state.env``)."""
         cfg, task = self.cfg, self.task
         stats, target = state.obs_stats, state.target_critics
         value = lambda obs, priv: jnp.mean(ensemble_values(target, critic_input(stats, obs, priv, cfg.obs_clip)), axis=0)
@@ -274,6 +291,7 @@ class SHAC:
             env, out = task.step(env, action)
             if cfg.state_grad_clip > 0:
                 env = clip_state_gradient(env, cfg.state_grad_clip, cfg.num_envs)
+            env = integer_leaves_constant(env)
             ret_acc = ret_acc + discount * out.reward
             done = out.terminated | out.truncated
             terminal_priv = out.terminal_privileged if self.privileged_size else self._privileged(env)
@@ -285,11 +303,10 @@ class SHAC:
             record = ((obs, priv), out.reward, jax.lax.stop_gradient(next_value), (~done).astype(jnp.float32), out.metrics, (done, out.terminated))
             return (env, discount, ret_acc, loss_acc), record
 
-        k = cfg.num_envs
-        init = (state.env, jnp.ones((k,), jnp.float32), jnp.zeros((k,), jnp.float32), jnp.zeros((k,), jnp.float32))
+        init = self.initial_carry(state.env) if init is None else init
         (env, discount, ret_acc, loss_acc), records = jax.lax.scan(body, init, noise)
         loss_acc = loss_acc + ret_acc + discount * value(task.observe(env), self._privileged(env))
-        actor_loss = -jnp.sum(loss_acc) / (cfg.horizon * k)
+        actor_loss = -jnp.sum(loss_acc) / (cfg.horizon * cfg.num_envs)
         extra = {}
         if cfg.mirror_loss_weight > 0:
             extra["mirror_loss"] = mirror_loss(actor, stats, records[0][0], task.mirror_observation, task.mirror_action, cfg.obs_clip, cfg.action_clip)
@@ -331,9 +348,14 @@ class SHAC:
         cfg = self.cfg
         rng, k_noise, k_critic = jax.random.split(state.rng, 3)
         noise = self.exploration_noise(k_noise)
-        (actor_loss, (env, records, extra)), (grads, action_grads) = jax.value_and_grad(
-            self._rollout, argnums=(0, 2), has_aux=True
-        )(state.actor, state, noise)
+        # The scan's initial carry is differentiated too (its gradient is dropped): lax.scan's
+        # linearization then has every float carry's tangent nonzero from the start and reaches
+        # its fixpoint in one pass. From a constant carry the first pass finds the state's
+        # tangent nonzero after one step and linearizes the whole body again (on the G1 BCG
+        # step, a second ~30 s trace of its forward and VJP). The gradients are unchanged.
+        (actor_loss, (env, records, extra)), (grads, action_grads, _) = jax.value_and_grad(
+            self._rollout, argnums=(0, 2, 3), has_aux=True, allow_int=True
+        )(state.actor, state, noise, self.initial_carry(state.env))
         (obs, privileged), rewards, next_values, continues, step_metrics, (done, terminated) = records
         spread = action_gradient_spread(action_grads, done, terminated, step_metrics.get("bundled"))
         if cfg.env_gradient_cap > 0:

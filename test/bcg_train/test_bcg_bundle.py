@@ -14,7 +14,7 @@ import pytest
 from bcg_train.bcg import BCGConfig, BundledSim, BundleForward, Estimator
 from bcg_train.bcg.diagnostics import perturbed_starts, sample_statistics
 from bcg_train.bcg.perturbation import damped_pseudo_inverse_map, integrate_configuration, joint_space_offsets
-from bcg_train.bcg.rollout import rollout_open_loop
+from bcg_train.bcg.rollout import grad_through_rollout, rollout_open_loop
 from bcg_train.sim import MjxSim
 from bcg_train.sim.contact import point_jacobian
 from bcg_train.sim.jax_setup import enable_compilation_cache
@@ -39,11 +39,11 @@ def height_cost(state, action):
 
 
 def _gradients(bsim, start, actions):
-    def total(a):
-        costs, final, substeps = rollout_open_loop(bsim, start, a, height_cost)
+    def total(a, s0):
+        costs, final, substeps = rollout_open_loop(bsim, s0, a, height_cost)
         return jnp.sum(costs), (costs, substeps, final)
 
-    grads, (costs, substeps, final) = jax.grad(total, has_aux=True)(actions)
+    grads, (costs, substeps, final) = grad_through_rollout(total)(actions, start)
     return grads, costs, substeps, final
 
 
