@@ -9,7 +9,7 @@ file's metadata (``custom_metadata_map``) and must match the robot config (joint
 and order, count, control dt, a known observation spec, a default pose within the joint
 limits, gains within ``policy_gain_ratio``, the action scale equal to the config's; the control
 loop then wants the default pose within the soft limits), and the graph must apply the
-metadata's default pose and action scale (one more inference: a default-pose policy's
+metadata's default pose and action scale (in the trial run a default-pose policy's
 ``targets - action_scale * action`` is its default pose). Any problem is a
 :class:`ContractError`: one line naming the file.
 """
@@ -59,12 +59,12 @@ class OnnxPolicy:
         # its metadata says (or lacks).
         cls._check_signature(session, robot.num_joints, source)
         policy = cls(session, None, source)
-        policy._check_trial_run(robot.num_joints)
+        targets, action = policy._check_trial_run(robot.num_joints)
         meta = dict(session.get_modelmeta().custom_metadata_map)
         contract = PolicyContract.from_metadata(meta, source)
         contract.check_against(robot, source)
         policy.contract = contract
-        policy._check_offset_and_scale()
+        policy._check_offset_and_scale(targets, action)
         return policy
 
     @staticmethod
@@ -81,8 +81,9 @@ class OnnxPolicy:
                 raise ContractError(source, f"policy graph lacks input '{name}'")
             _check_shape(source, "input", name, inputs[name], sizes[name], f"the robot needs {sizes[name]}")
 
-    def _check_trial_run(self, num_joints: int) -> None:
-        """One inference on a neutral state (identity attitude, zeros): the outputs' actual shapes."""
+    def _check_trial_run(self, num_joints: int) -> tuple[np.ndarray, np.ndarray]:
+        """One inference on a neutral state (identity attitude, zeros): the outputs' actual
+        shapes. Returns its joint targets and action."""
         raw = {name: np.zeros(size) for name, size in raw_input_sizes(num_joints).items()}
         raw["imu_quat"] = np.array([1.0, 0.0, 0.0, 0.0])
         try:
@@ -95,19 +96,18 @@ class OnnxPolicy:
                 raise ContractError(
                     self.source, f"policy output '{name}' has shape {list(np.shape(value))} for one state, expected [1, {num_joints}]"
                 )
+        return results[0][0].astype(np.float64), results[1][0].astype(np.float64)
 
-    def _check_offset_and_scale(self) -> None:
+    def _check_offset_and_scale(self, targets: np.ndarray, action: np.ndarray) -> None:
         """The metadata's default pose and action scale are the ones the graph applies: for a
-        default-pose offset, ``targets - action_scale * action`` is the default pose. The node
-        ramps to and holds the metadata's pose, and the policy acts around the graph's. A
-        non-finite output is left to the control loop's watchdog (it trips on the first tick)."""
+        default-pose offset, ``targets - action_scale * action`` is the default pose in any
+        state (here the trial run's). The node ramps to and holds the metadata's pose, and the
+        policy acts around the graph's. A non-finite output is left to the control loop's
+        watchdog (it trips on the first tick)."""
         contract = self.contract
         if contract.action_offset != DEFAULT_POSE:  # the reference's table inside the graph is the offset
             return
         q0 = np.asarray(contract.default_pose)
-        raw = {name: np.zeros(size) for name, size in raw_input_sizes(contract.num_joints).items()}
-        raw.update(imu_quat=np.array([1.0, 0.0, 0.0, 0.0]), joint_pos=q0)
-        targets, action = self.run(raw)
         if not (np.isfinite(targets).all() and np.isfinite(action).all()):
             return
         offset = targets - np.asarray(contract.action_scale) * action
