@@ -45,6 +45,11 @@ class SafetyConfig:
         if self.ramp_duration < 0.5:
             raise ConfigError(self.source, f"key 'ramp_duration': {self.ramp_duration} s is a jump to the default pose, need >= 0.5")
 
+    def stale_after(self, control_dt: float) -> float:
+        """The stale limit in seconds: a state, a tick counter or the node's own tick older than
+        this trips (the node), and the sentinel must wait longer before it takes over."""
+        return self.stale_periods * control_dt
+
     def check_against(self, robot: RobotConfig) -> None:
         """What depends on the robot: a tick's wait for a state sample must leave it time to compute."""
         wait = self.state_wait_periods * self.state_period_s

@@ -29,7 +29,7 @@ class StateWatchdog:
     def __init__(self, robot: RobotConfig, config: SafetyConfig, control_dt: float):
         self.robot = robot
         self.config = config
-        self.stale_after = config.stale_periods * control_dt
+        self.stale_after = config.stale_after(control_dt)
         self.velocity_limit = robot.velocity * config.velocity_fraction
         self._last_tick: int | None = None
         self._tick_changed_at = 0.0

@@ -57,7 +57,7 @@ class SentinelNode(Node):
                                                  f"got {self.send_period}")
         robot = load_robot_config(robot_path)  # checked against the model, as the node does
         safety = load_safety_config(safety_path)
-        problem = stall_order_error(self.timeout, safety.stale_periods * robot.control_dt)
+        problem = stall_order_error(self.timeout, safety.stale_after(robot.control_dt))
         if problem:
             raise BCGInputError(self.get_name(), f"parameter 'timeout_s' with {safety.source}: {problem}")
         self.damping = LowCommand.damping(safety.damping_kd(robot))

@@ -241,7 +241,7 @@ def run_node_benchmark(settings: NodeBenchSettings) -> dict:
         names = SDK_WATCHDOGS if settings.interface == TRANSPORT_UNITREE_SDK else ROS2_WATCHDOGS
         for trigger in names:
             print(f"tripping {trigger} ...", flush=True)
-            watchdogs.append(trip_watchdog(obs, trigger, safety.stale_periods * robot.control_dt))
+            watchdogs.append(trip_watchdog(obs, trigger, safety.stale_after(robot.control_dt)))
         print("killing the policy node ...", flush=True)
         sentinel = sentinel_takeover(obs, procs)
     finally:

@@ -25,6 +25,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.contract import PolicyContract
@@ -95,28 +96,35 @@ def _check_bridge_config(path: str, physics_hz: float) -> None:
                                     f"policy and its safety layer; it must be {harmless} here")
 
 
-def _safety_config(path: str, stale_periods: float, control_dt: float, out: Path) -> tuple[str, str, float]:
-    """(path, description) of the safety config node and sentinel get, and the sentinel's
-    timeout_s (0: its default). A stale limit relaxed past the sentinel's default timeout
-    gets a sentinel that waits one control period longer than it, since a stalled node
-    must trip before the sentinel takes over (the sentinel refuses to start otherwise)."""
+class SafetyChoice(NamedTuple):
+    path: str  # the safety config node and sentinel get
+    description: str  # for the report
+    sentinel_timeout_s: float  # 0: the sentinel's default
+
+
+def _safety_config(path: str, stale_periods: float, control_dt: float, out: Path) -> SafetyChoice:
+    """The safety config of the run (``--stale-periods`` > 0 relaxes it) and the sentinel's
+    timeout: a stale limit past the sentinel's default timeout gets a sentinel that waits one
+    control period longer, since a stalled node must trip before the sentinel takes over
+    (the sentinel refuses to start otherwise)."""
     from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
     from bcg_policy_node.sentinel.sentinel_watch import DEFAULT_TIMEOUT_S, stall_order_error
     from bcg_robot.yaml_dataclass import dump_dataclass
 
     source = path or str(DEFAULT_SAFETY_CONFIG)
     cfg = load_safety_config(source)
-    if stale_periods <= 0:
-        return source, f"{source} (stale after {cfg.stale_periods:g} periods)", 0.0
-    relaxed_cfg = dataclasses.replace(cfg, stale_periods=stale_periods, source=f"{source} with --stale-periods {stale_periods:g}")
-    relaxed_cfg.validate()
-    relaxed = dump_dataclass(relaxed_cfg, out / "safety.yaml")
-    described = f"{source} with stale_periods {stale_periods:g} instead of {cfg.stale_periods:g} (--stale-periods)"
-    stale_limit = stale_periods * control_dt
+    if stale_periods > 0:
+        described = f"{source} with stale_periods {stale_periods:g} instead of {cfg.stale_periods:g} (--stale-periods)"
+        cfg = dataclasses.replace(cfg, stale_periods=stale_periods, source=f"{source} with --stale-periods {stale_periods:g}")
+        cfg.validate()
+        source = str(dump_dataclass(cfg, out / "safety.yaml"))
+    else:
+        described = f"{source} (stale after {cfg.stale_periods:g} periods)"
+    stale_limit = cfg.stale_after(control_dt)
     if stall_order_error(DEFAULT_TIMEOUT_S, stale_limit) is None:
-        return str(relaxed), described, 0.0
+        return SafetyChoice(source, described, 0.0)
     timeout = stale_limit + control_dt
-    return str(relaxed), f"{described}; sentinel timeout_s {timeout:g}", timeout
+    return SafetyChoice(source, f"{described}; sentinel timeout_s {timeout:g}", timeout)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         robot = load_robot_config(args.robot_config)
         _check_bridge_config(args.bridge_config, args.physics_hz)
         policies = validate_policies(args, robot, out)
-        safety_config = _safety_config(args.safety_config, args.stale_periods, robot.control_dt, out)
+        safety = _safety_config(args.safety_config, args.stale_periods, robot.control_dt, out)
     if args.soak > 0 and len(policies) > 1:
         print(f"bcg-sim2sim: error: --soak runs one policy, this run has {len(policies)}", file=sys.stderr)
         return 2
@@ -219,10 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     base = RunOptions(robot=robot, robot_config=args.robot_config, policy=policies[0].path, policy_origin=policies[0].origin,
                       out_dir=out, ros_domain=ros_domain, sdk_domain=sdk_domain, bridge_config=args.bridge_config,
                       dropout_ms=args.dropout_ms, push_force=args.push_force, physics_dt=1.0 / args.physics_hz,
-                      safety_config=safety_config[0], sentinel_timeout_s=safety_config[2], nice=args.nice)
+                      safety_config=safety.path, sentinel_timeout_s=safety.sentinel_timeout_s, nice=args.nice)
     interface = args.interface or ("both" if args.soak > 0 else "ros2")
     interfaces = INTERFACES if interface == "both" else (interface,)
-    common = {"robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety_config[1]}
+    common = {"robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety.description}
     if args.soak <= 0 and not scenario_plan(args, interfaces)[0]:  # "all 0 scenario(s) passed" would be exit 0
         print(f"bcg-sim2sim: error: nothing to run: --no-nominal and no --fault that applies to {' and '.join(interfaces)}",
               file=sys.stderr)

@@ -125,7 +125,7 @@ def test_the_sentinel_must_wait_longer_than_a_stalled_node_takes_to_trip():
     """A node back from a stall trips loop_stalled past its stale limit; a sentinel taking
     over sooner could meet the node's first tick back still sending the policy."""
     robot, safety = load_robot_config(check_model=False), load_safety_config()
-    assert stall_order_error(DEFAULT_TIMEOUT_S, safety.stale_periods * robot.control_dt) is None  # the shipped pair
+    assert stall_order_error(DEFAULT_TIMEOUT_S, safety.stale_after(robot.control_dt)) is None  # the shipped pair
     assert stall_order_error(0.1, 0.06) is None
     for timeout, limit in [(0.06, 0.06), (0.1, 0.2)]:
         assert "must exceed the node's stale limit" in stall_order_error(timeout, limit)

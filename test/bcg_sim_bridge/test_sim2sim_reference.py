@@ -163,3 +163,18 @@ def test_a_scenario_whose_simulation_diverged_fails_though_all_else_passed(tmp_p
                                                                                "stop": t_stop}, {}, "")
     assert verdicts[False]["passed"] and verdicts[False]["reason"] == "operator_stop", verdicts[False]["observed"]
     assert not verdicts[True]["passed"] and "THE SIMULATION DIVERGED" in verdicts[True]["observed"]
+
+
+def test_a_stale_limit_past_the_sentinel_timeout_gets_a_sentinel_that_waits_longer(tmp_path):
+    """Whether the limit is relaxed by --stale-periods or by the run's own --safety-config: the
+    sentinel would refuse a timeout within it (a stalled node must trip first), and every
+    scenario's sentinel would have failed to start."""
+    from bcg_sim_bridge.cli.sim2sim import _safety_config
+
+    dt = ROBOT.control_dt
+    assert _safety_config("", 0.0, dt, tmp_path).sentinel_timeout_s == 0.0  # 60 ms < the default 100 ms
+    relaxed = _safety_config("", 10.0, dt, tmp_path)
+    assert relaxed.sentinel_timeout_s == pytest.approx(11 * dt) and "sentinel timeout_s 0.22" in relaxed.description
+    own = tmp_path / "slow_safety.yaml"
+    own.write_text("stale_periods: 10.0\n")
+    assert _safety_config(str(own), 0.0, dt, tmp_path).sentinel_timeout_s == pytest.approx(11 * dt)
