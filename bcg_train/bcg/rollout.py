@@ -62,7 +62,8 @@ def grad_through_rollout(fun: Callable[..., tuple[jax.Array, Any]]) -> Callable[
     gradient dropped: from a constant start, lax.scan's linearization finds the state's
     tangent nonzero after one step and linearizes the whole body (the physics step and its
     bundles) a second time to reach its fixpoint. The gradient with respect to ``x`` is the
-    same (bit for bit, measured on the SHAC window: ``bcg_train.learn.shac``)."""
+    same bit for bit (docs/results/trace-fixpoint-2026-12-06/; SHAC does the same with
+    ``value_and_grad``, :meth:`bcg_train.learn.shac.SHAC.iteration`)."""
     grad = jax.grad(fun, argnums=(0, 1), has_aux=True, allow_int=True)
 
     def grad_x(x, start, *args):
