@@ -248,6 +248,9 @@ def test_a_robot_of_another_variant_is_damped_with_its_own_mode_machine_and_neve
         obs.wait_for(lambda: len(obs.faults) > n_faults, 60, "the node's fault report")
         fault = obs.faults[n_faults][1]
         assert fault.startswith("robot_variant:") and "mode_machine 4" in fault, obs.faults[-3:]
+        # The first damping command reaches the observer once discovery between it and the new
+        # node's writer is done, which under CI load can take longer than the fault report.
+        obs.wait_received(lambda c: True, t0, 30, "the node's damping commands")
         time.sleep(1.0)
         assert {state for t, state in obs.states if t > t0} <= {"PASSIVE", "DAMP"} and obs.state() == "DAMP"
         sent = obs.received_since(t0)
