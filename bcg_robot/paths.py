@@ -30,3 +30,10 @@ def share_dir() -> Path:
 
 def share_file(relative: str) -> Path:
     return share_dir() / relative
+
+
+def resolve_share_path(path: str) -> Path:
+    """A user's path as given (absolute, or relative to the working directory where it exists),
+    else the shared file of that name (``models/motions/jump.csv`` from any directory)."""
+    p = Path(path)
+    return p if p.is_absolute() or p.exists() else share_file(path)

@@ -17,9 +17,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with exit_on_input_error(parser.prog):
         from bcg_train.export.policy import export_onnx, reference_offset_table
-        from bcg_train.learn.train import load_checkpoint
+        from bcg_train.learn.train import check_checkpoint_motion, load_checkpoint
 
         ckpt = load_checkpoint(args.checkpoint)
+        check_checkpoint_motion(ckpt)
         robot = load_robot_config()
         ref, table = reference_offset_table(ckpt.config, robot)
         path = export_onnx(args.out, ckpt.config, robot, ckpt.state.actor, ckpt.state.obs_stats, ref.name, ref.length_s, table,

@@ -86,7 +86,7 @@ def reference_offset_table(cfg: TrainConfig, robot: RobotConfig):
     ONNX graph carries (its joint positions at the control rate); else None."""
     from bcg_robot.action_offset import REFERENCE
     from bcg_train.motion.reference import load_reference_motion
-    from bcg_train.tasks.imitation import resolve_share_path
+    from bcg_robot.paths import resolve_share_path
 
     ref = load_reference_motion(resolve_share_path(cfg.task.motion), robot, cfg.task.motion_fps)
     return ref, (ref.joint_pos if cfg.task.action_offset == REFERENCE else None)

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from bcg_robot.errors import ConfigError
-from bcg_robot.paths import share_file
+from bcg_robot.paths import resolve_share_path, share_file
 from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping, to_plain
 from bcg_train.tasks.config import ImitationConfig
 
@@ -297,6 +297,19 @@ def resolve_train_config(request: TrainRequest) -> TrainConfig:
 def motion_id(cfg: TrainConfig) -> str:
     """The id a run's motion travels under (ONNX contract ``motion_id``, run summary): the clip's file stem."""
     return Path(cfg.task.motion).stem
+
+
+def motion_sha256(cfg: TrainConfig) -> str | None:
+    """SHA-256 of the motion file ``cfg.task.motion`` resolves to from this process (None where
+    there is none: a task that reads no clip). The config holds only the path, and a relative
+    path resolves against the working directory first, so the same config can name another
+    clip elsewhere or after an edit: checkpoints carry this digest, and export and resume
+    compare it with the clip they would use."""
+    path = resolve_share_path(cfg.task.motion)
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def config_hash(cfg: TrainConfig) -> str:

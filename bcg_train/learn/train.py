@@ -32,8 +32,9 @@ from tqdm import tqdm
 
 from bcg_robot.config import RobotConfig, load_robot_config
 from bcg_robot.errors import BCGInputError
+from bcg_robot.paths import resolve_share_path
 from bcg_robot.yaml_dataclass import dump_dataclass, from_mapping, to_plain
-from bcg_train.learn.config import TrainConfig, config_hash, motion_id, plain_config_hash
+from bcg_train.learn.config import TrainConfig, config_hash, motion_id, motion_sha256, plain_config_hash
 from bcg_train.learn.curves import plot_training_curves
 from bcg_train.learn.shac import SHAC, SHACState
 from bcg_train.sim.jax_setup import enable_compilation_cache, enable_float64
@@ -51,14 +52,18 @@ class Checkpoint:
     state: SHACState  # host (numpy) arrays
     path: Path
     stored_hash: str  # the config hash the checkpoint was saved with (its exports carry it)
+    motion_sha256: str | None = None  # of the clip trained on (None: saved before checkpoints carried it)
 
 
-def save_checkpoint(path: Path, cfg: TrainConfig, state: SHACState) -> Path:
+def save_checkpoint(path: Path, cfg: TrainConfig, state: SHACState, motion_digest: str | None = None) -> Path:
+    """``motion_digest``: :func:`motion_sha256` of the clip the run trained on, taken when the
+    run started (None: the clip's digest now)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "format": CHECKPOINT_FORMAT,
         "config": to_plain(cfg),
         "config_hash": config_hash(cfg),
+        "motion_sha256": motion_digest or motion_sha256(cfg),
         "state": jax.device_get(state),
     }
     tmp = path.with_suffix(".tmp")
@@ -90,7 +95,23 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     if plain_config_hash(payload["config"]) != payload["config_hash"]:
         raise CheckpointError(path, "config hash does not match the stored config")
     cfg = from_mapping(TrainConfig, payload["config"], str(path))
-    return Checkpoint(cfg, payload["state"], path, payload["config_hash"])
+    return Checkpoint(cfg, payload["state"], path, payload["config_hash"], payload.get("motion_sha256"))
+
+
+def check_checkpoint_motion(ckpt: Checkpoint) -> None:
+    """The clip the checkpoint's config resolves to here is the one it was trained on. The
+    config holds a path: run from another directory, a relative one can name another clip
+    (``resolve_share_path`` tries the working directory first), and a clip edited since
+    training changes under the same name. Exporting then would embed the wrong timeline
+    (``action_offset: reference``) and contract; resuming would train on another motion."""
+    if ckpt.motion_sha256 is None:  # saved before checkpoints carried the digest
+        return
+    here = motion_sha256(ckpt.config)
+    if here != ckpt.motion_sha256:
+        found = resolve_share_path(ckpt.config.task.motion)
+        what = "is missing" if here is None else f"differs from the clip trained on (sha256 {here[:12]}, trained on {ckpt.motion_sha256[:12]})"
+        raise CheckpointError(ckpt.path, f"motion '{ckpt.config.task.motion}' resolves here to {found}, which {what}; "
+                                         "run from the training's directory or restore the clip")
 
 
 def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) -> SHACState:
@@ -226,12 +247,14 @@ def train(
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_dataclass(cfg, run_dir / "config.yaml")
+    motion_digest = motion_sha256(cfg)  # the clip the task reads now, not after an edit mid-run
     task = task if task is not None else make_task(cfg)
     shac = SHAC(task, cfg.shac, cfg.devices)
     if resume is not None:
         ckpt = load_checkpoint(resume)
         if config_hash(ckpt.config) != config_hash(cfg):
             raise CheckpointError(ckpt.path, "checkpoint was trained with a different config")
+        check_checkpoint_motion(ckpt)
         state = shac.shard(jax.tree_util.tree_map(np.asarray, ckpt.state))
     else:
         state = shac.init(cfg.seed)
@@ -257,7 +280,7 @@ def train(
             on_iteration(it + 1, row)
         out_of_time = max_train_s is not None and row["wall_s"] - history[0]["wall_s"] >= max_train_s
         if (it + 1) % cfg.checkpoint_every == 0 or it + 1 == stop or out_of_time:
-            save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state)
+            save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state, motion_digest)
             plot_training_curves(log.path, run_dir / "curves.png", f"{run_dir.name}: iteration {it + 1}")
         if out_of_time:
             break

@@ -43,7 +43,7 @@ from bcg_robot.action_offset import REFERENCE, reference_joint_targets
 from bcg_robot.config import RobotConfig
 from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
 from bcg_robot.observation import build_observation, observation_size, raw_inputs
-from bcg_robot.paths import share_file
+from bcg_robot.paths import resolve_share_path
 from bcg_train.bcg.bundle import BundledSim, BundledState
 from bcg_train.motion.reference import ReferenceMotion, load_reference_motion
 from bcg_train.sim.config import JointDrive, SimConfig
@@ -61,11 +61,6 @@ def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
     solver iterations)."""
     return build_model(robot, "train", physics_dt=cfg.physics_dt, contact=cfg.contact,
                        solver_iterations=cfg.solver_iterations, ls_iterations=cfg.ls_iterations)
-
-
-def resolve_share_path(path: str) -> Path:
-    p = Path(path)
-    return p if p.is_absolute() or p.exists() else share_file(path)
 
 
 @functools.partial(jax.tree_util.register_dataclass, data_fields=["friction", "mass_delta", "gain_scale"], meta_fields=[])

@@ -103,3 +103,42 @@ def test_export_refuses_checkpoints_it_cannot_read_and_policies_the_robot_must_n
         check_exportable(bad, "ckpt.pkl")
     with pytest.raises(ExportError, match="policy obs_std has values <= 0"):
         check_exportable(dataclasses.replace(weights, obs_std=np.zeros_like(weights.obs_std)), "ckpt.pkl")
+
+
+def test_export_and_resume_refuse_a_clip_other_than_the_one_trained_on(tmp_path, capsys, monkeypatch):
+    """The config holds the clip's path, and a relative one resolves against the working
+    directory first: exported from a directory with its own ``models/motions/stand.csv`` (or
+    after the clip was edited), the policy would carry another motion's timeline."""
+    import pickle
+
+    from bcg_robot.paths import share_file
+    from bcg_train.learn.config import SHACConfig, TrainConfig
+    from bcg_train.learn.shac import SHAC
+    from bcg_train.learn.train import CheckpointError, check_checkpoint_motion, load_checkpoint, save_checkpoint, train
+    from bcg_train.tasks.point_mass import PointMassTask
+
+    shac_cfg = SHACConfig(num_envs=2, horizon=2, iterations=2, actor_hidden=(4,), critic_hidden=(4,), critic_iterations=1, critic_minibatches=1)
+    cfg = TrainConfig(shac=shac_cfg, run_dir=str(tmp_path / "run"), devices=1)
+    assert cfg.task.motion == "models/motions/stand.csv"  # relative: the shared clip from anywhere else
+    task = PointMassTask()
+    path = save_checkpoint(tmp_path / "c.pkl", cfg, SHAC(task, cfg.shac, 1).init(0))
+    check_checkpoint_motion(load_checkpoint(path))  # the clip it was trained on: nothing to say
+
+    other = tmp_path / "elsewhere"
+    (other / "models" / "motions").mkdir(parents=True)
+    (other / "models" / "motions" / "stand.csv").write_bytes(share_file("models/motions/stand.csv").read_bytes() + b"\n")
+    monkeypatch.chdir(other)
+    err = _run(export_main, [str(path), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert f"{path}: motion 'models/motions/stand.csv' resolves here to models/motions/stand.csv, which differs" in err
+    assert "run from the training's directory or restore the clip" in err and not (tmp_path / "p.onnx").exists()
+    with pytest.raises(CheckpointError, match="which differs from the clip trained on"):
+        train(cfg, task=task, resume=path, progress=False)
+    (other / "models" / "motions" / "stand.csv").unlink()
+    check_checkpoint_motion(load_checkpoint(path))  # resolves to the shared clip again
+
+    payload = pickle.loads(path.read_bytes())
+    del payload["motion_sha256"]  # a checkpoint saved before checkpoints carried the digest
+    (tmp_path / "old.pkl").write_bytes(pickle.dumps(payload))
+    old = load_checkpoint(tmp_path / "old.pkl")
+    assert old.motion_sha256 is None
+    check_checkpoint_motion(old)
