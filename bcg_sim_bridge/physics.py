@@ -29,12 +29,16 @@ from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig
 TICK_PER_SECOND = 1000  # LowState.tick counts milliseconds of (simulated) robot time
 
 
+# MuJoCo warnings after which it has reset the simulation itself (mj_checkPos, mj_checkVel, mj_checkAcc)
+UNSTABLE_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQACC)
+
+
 class DriveMode(enum.IntEnum):
     """What the simulated drives applied on the last step (recorded for reports)."""
 
     ZERO_TORQUE = 0  # nothing received yet, or a zero-torque command
-    COMMAND = 1  # a command with stiffness (kp > 0 somewhere)
-    DAMPING = 2  # a damping command (kp 0, kd > 0) from the node or the sentinel
+    COMMAND = 1  # any other command: stiffness (kp > 0 somewhere), or feed-forward torque / a joint without kd
+    DAMPING = 2  # a damping command (LowCommand.is_damping: kp 0, kd > 0 on every joint, no tau or dq) from the node or the sentinel
     TIMEOUT_DAMPING = 3  # the bridge's own command timeout
 
 
@@ -149,7 +153,7 @@ class BridgePhysics:
             return LowCommand.damping(kd), DriveMode.TIMEOUT_DAMPING
         if cmd.is_zero_torque():
             return cmd, DriveMode.ZERO_TORQUE
-        if np.all(cmd.kp == 0):
+        if cmd.is_damping():
             return cmd, DriveMode.DAMPING
         return cmd, DriveMode.COMMAND
 
@@ -203,8 +207,11 @@ class BridgePhysics:
         return self._foot_floor.deepest_penetration_of(self.data.contact)
 
     def is_finite(self) -> bool:
-        """False once the state is NaN or MuJoCo reported an unstable step (it then resets the data itself)."""
-        unstable = self.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+        """False once the state is NaN or MuJoCo reported an unstable step: bad accelerations, or
+        positions or velocities past its limits (``mj_checkPos``/``mj_checkVel``). In each case it
+        resets the data itself, to the model's initial pose: an upright, finite robot that no
+        fall or NaN check would notice."""
+        unstable = any(self.data.warning[w].number > 0 for w in UNSTABLE_WARNINGS)
         return bool(not unstable and np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qvel).all())
 
     def snapshot(self) -> BridgeState:

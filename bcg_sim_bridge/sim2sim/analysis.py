@@ -182,3 +182,30 @@ def first_damping_after(log: BridgeLog, t: float) -> float | None:
     """Monotonic time at which the motors first received damping at or after ``t``."""
     damped = np.isin(log.drive_mode, (int(DriveMode.DAMPING), int(DriveMode.TIMEOUT_DAMPING)))
     return log.first_time(damped & (log.wall_time >= t))
+
+
+def realtime_factor(log: BridgeLog, mask: np.ndarray) -> float | None:
+    """Simulated seconds per wall-clock second over the rows of ``mask`` (None with under two rows).
+    The bridge's whole-life figure hides a slow stretch: under load a run averaged 0.96x while
+    one second of it ran at 0.35x, and once the pacer is far behind it resyncs for good."""
+    idx = np.flatnonzero(mask)
+    if idx.size < 2:
+        return None
+    wall = float(log.wall_time[idx[-1]] - log.wall_time[idx[0]])
+    return float(log.sim_time[idx[-1]] - log.sim_time[idx[0]]) / wall if wall > 0 else None
+
+
+# The bridge's counters of commands it refused or obeyed only in part (bcg_sim_bridge.interfaces).
+REJECTION_COUNTERS = ("bad_crc", "bad_mode_machine", "malformed", "disabled_motor_cmds")
+
+
+def rejected_commands(counters: dict[str, int], injected_bad_crc: int = 0) -> dict[str, int]:
+    """The counters of :data:`REJECTION_COUNTERS` that moved, beyond the ``injected_bad_crc``
+    commands a scenario corrupted on purpose: a node whose commands the robot drops (wrong
+    mode_machine, bad CRC) or obeys with a motor disabled is not running the policy it tests."""
+    out = {}
+    for name in REJECTION_COUNTERS:
+        n = int(counters.get(name, 0)) - (injected_bad_crc if name == "bad_crc" else 0)
+        if n > 0:
+            out[name] = n
+    return out

@@ -67,7 +67,9 @@ FOREIGN_COMMANDS = 100  # 1 s at 100 Hz
 
 # Below this real-time factor the bridge could not simulate the robot in real time: the
 # machine, not the robot's code, was the bottleneck (on a shared 2-core machine beside
-# compiles). The node's watchdogs then judge a slowed robot, so the attempt is retried.
+# compiles). The node's watchdogs then judge a slowed robot, so the attempt is retried; a
+# pass at that speed is a harness error (retried, exit 3 when the attempts run out). The
+# factor is taken while the policy is in charge (runner._analyse).
 MIN_REALTIME_FACTOR = 0.9
 
 
@@ -322,8 +324,22 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
         sentinel_report = reports[0] if reports else ""
         probe_ok = "foreign_commander" in sentinel_report
     harness_error = extra.get("probe", {}).get("harness_error", "")
+    # the robot stood on its own (the band released) and obeyed every command it was sent
+    band_held = bool(np.asarray(log.band_engaged, bool)[run_mask].any())
+    injected_bad_crc = max(int(extra.get("probe", {}).get("sent_bad", 0)), 0) if scenario.name == "crc" else 0
+    rejected = analysis.rejected_commands(log.counters, injected_bad_crc)
     passed = (not error and not harness_error and ends_in_damp and reason in scenario.expected_reasons
-              and not unexpected_early and (not fell or scenario.fall_allowed) and probe_ok and not log.diverged)
+              and not unexpected_early and (not fell or scenario.fall_allowed) and probe_ok and not log.diverged
+              and not band_held and not rejected)
+    # real time while the policy was in charge (band release to the first damping), not over the
+    # bridge's whole life: the node's 50 Hz loop and watchdogs run on the wall clock, so against a
+    # slowed robot a policy runs at a higher rate in simulated time and its pass proves nothing
+    rtf = analysis.realtime_factor(log, log.window(t_release, policy_end))
+    whole_rtf = log.pacing["sim_s"] / max(log.pacing["wall_s"], 1e-9)
+    if passed and rtf is not None and rtf < MIN_REALTIME_FACTOR:
+        passed = False
+        harness_error = (f"the bridge ran at {rtf:.2f}x real time while the policy was in charge (< {MIN_REALTIME_FACTOR}): "
+                         "a pass against a slowed robot says nothing about the policy")
     observed = (f"{reason_text or 'no trip'}; motors {last_mode.lower()}"
                 + (f"; damping reached the motors {1e3 * (damp_at - t_from):.0f} ms after injection"
                    if damp_at is not None and t_from is not None and scenario.name != "none" else "")
@@ -333,10 +349,13 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
                 + (f"; the node tripped {trip_ms:.0f} ms after the second writer's first command (the motors obey "
                    f"both writers until it stops); sentinel: {sentinel_report or 'no report'}"
                    if scenario.name == "foreign" and trip_ms is not None else "")
+                + ("; the elastic band still held the robot in the RUN" if band_held else "")
+                + (f"; the bridge refused or partly disabled commands: {rejected}" if rejected else "")
                 + (f"; HARNESS ERROR: {harness_error}" if harness_error else "")
                 + ("; THE SIMULATION DIVERGED (MuJoCo NaN state): the bridge stopped" if log.diverged else ""))
     return {
         "passed": bool(passed), "observed": observed, "reason": reason, "reason_text": reason_text,
+        "harness_error": harness_error, "band_held_in_run": band_held, "rejected_commands": rejected,
         "ends_in_damp": ends_in_damp, "final_motor_mode": last_mode, "diverged": log.diverged,
         "reaction_ms": None if damp_at is None or t_from is None else 1e3 * (damp_at - t_from),
         "trip_ms": trip_ms,  # the node's DAMP report after the injection (timeline)
@@ -351,7 +370,9 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
             "difference_mean": pen_bridge.mean_mm - pen_train.mean_mm,
         },
         "bridge_timing_ms": {**analysis.percentiles_ms(log.step_compute_s), "overruns": int(log.pacing["overruns"]),
-                             "realtime_factor": log.pacing["sim_s"] / max(log.pacing["wall_s"], 1e-9),
+                             "realtime_factor": rtf if rtf is not None else whole_rtf,  # while the policy was in charge
+                             "realtime_factor_whole_run": whole_rtf, "resyncs": int(log.pacing["resyncs"]),
+                             "max_lag_ms": 1e3 * log.pacing["max_lag_s"],
                              "physics_hz": 1 / log.physics_dt},
         "node_timing_ms": {
             "period": analysis.percentiles_ms(node_period),

@@ -83,6 +83,39 @@ def test_damping_command_lets_the_robot_sink(robot):
     assert physics.snapshot().root_pos[2] < 0.5
 
 
+def test_only_a_full_damping_command_counts_as_damping(robot):
+    """kp 0 everywhere is not damping when a joint has no kd or a feed-forward torque pushes:
+    "ends in DAMP" must mean what the node and the sentinel send (LowCommand.is_damping)."""
+    physics = _physics(robot)
+    kd = robot.kd_array.copy()
+    kd[3] = 0.0
+    physics.set_command(LowCommand.damping(kd))
+    physics.step(1)
+    assert physics.drive_mode == DriveMode.COMMAND
+    pushing = LowCommand.damping(robot.kd_array)
+    pushing.tau[0] = 5.0
+    physics.set_command(pushing)
+    physics.step(1)
+    assert physics.drive_mode == DriveMode.COMMAND
+    physics.set_command(LowCommand.damping(robot.kd_array))
+    physics.step(1)
+    assert physics.drive_mode == DriveMode.DAMPING
+
+
+@pytest.mark.parametrize("field", ["qpos", "qvel"])
+def test_a_state_mujoco_reset_itself_is_not_finite(robot, field):
+    """Past mjMAXVAL (1e10) MuJoCo resets the data to the initial pose with a warning: upright and
+    finite afterwards, so only the warning tells the bridge it diverged."""
+    physics = _physics(robot)
+    physics.set_command(default_pose_command(robot))
+    physics.step(5)
+    assert physics.is_finite()
+    getattr(physics.data, field)[7] = 1e11
+    physics.step(1)
+    assert np.isfinite(physics.data.qpos).all() and np.isfinite(physics.data.qvel).all()  # reset, not NaN
+    assert not physics.is_finite()
+
+
 def test_zero_torque_before_any_command(robot):
     physics = _physics(robot)
     physics.step(5)

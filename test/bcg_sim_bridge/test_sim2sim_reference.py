@@ -131,9 +131,10 @@ def test_runs_that_could_not_test_anything_are_exit_2_before_anything_starts(tmp
         assert str(bridge) in line and f"key '{key}'" in line and "without testing" in line, line
 
 
-def test_a_scenario_whose_simulation_diverged_fails_though_all_else_passed(tmp_path):
-    """The bridge log's diverged flag is saved, loaded, and fails the scenario in the
-    runner's verdict (``runner._analyse``): here a nominal run that stood and was stopped."""
+def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_rate=1.0) -> dict:
+    """``runner._analyse`` on a saved and loaded bridge log of a nominal run that stood and was
+    stopped, with one thing changed: the simulation diverged, the band stayed engaged, the
+    bridge counted refused commands, or it simulated ``sim_rate`` seconds per wall second."""
     from bcg_sim_bridge.physics import DriveMode
     from bcg_sim_bridge.sim2sim.analysis import BridgeLog
     from bcg_sim_bridge.sim2sim.driver import TimelineEvent
@@ -148,21 +149,42 @@ def test_a_scenario_whose_simulation_diverged_fails_though_all_else_passed(tmp_p
                     cmd_q=np.tile(ROBOT.default_q, (rows, 1)), cmd_kp=np.where(stopped[:, None], 0.0, ROBOT.kp_array),
                     cmd_kd=np.tile(ROBOT.kd_array, (rows, 1)),
                     drive_mode=np.where(stopped, int(DriveMode.DAMPING), int(DriveMode.COMMAND)))
-    common = dict(sim_time=t, wall_time=t, band_engaged=np.zeros(rows), step_compute_s=np.zeros(rows), physics_dt=0.002,
-                  pacing=np.zeros(6), counters_names=np.array(["accepted"]), counters=np.array([rows]),
-                  event_times=np.zeros(0), event_texts=np.array([], dtype=str), **standing)
+    counters = {"accepted": rows, **(counters or {})}
+    np.savez(tmp_path / "log.npz", diverged=diverged, sim_time=t * sim_rate, wall_time=t,
+             band_engaged=np.full(rows, band) | (t < 0.2), step_compute_s=np.zeros(rows), physics_dt=0.002,
+             pacing=np.array([rows, 0, 0, 0.0, t[-1], t[-1]]), counters_names=np.array(list(counters)),
+             counters=np.array(list(counters.values())), event_times=np.zeros(0), event_texts=np.array([], dtype=str), **standing)
+    log = BridgeLog.load(tmp_path / "log.npz")
+    assert log.diverged is diverged
     opts = RunOptions(robot=ROBOT, robot_config="", policy=tmp_path / "p.onnx", policy_origin="test", out_dir=tmp_path,
                       ros_domain=1, sdk_domain=1)
     events = [TimelineEvent(t_stop + 0.01, "node_fault", "operator_stop: operator stop")]
-    verdicts = {}
-    for diverged in (False, True):
-        np.savez(tmp_path / "log.npz", diverged=diverged, **common)
-        log = BridgeLog.load(tmp_path / "log.npz")
-        assert log.diverged is diverged
-        verdicts[diverged] = _analyse(opts, SCENARIOS["none"], log, events, [], {"start": 0.0, "release": 0.2, "run": 0.5,
-                                                                               "stop": t_stop}, {}, "")
-    assert verdicts[False]["passed"] and verdicts[False]["reason"] == "operator_stop", verdicts[False]["observed"]
-    assert not verdicts[True]["passed"] and "THE SIMULATION DIVERGED" in verdicts[True]["observed"]
+    return _analyse(opts, SCENARIOS["none"], log, events, [], {"start": 0.0, "release": 0.2, "run": 0.5, "stop": t_stop}, {}, "")
+
+
+def test_a_nominal_run_passes_only_when_the_robot_ran_the_policy_on_its_own_in_real_time(tmp_path):
+    """The runner's verdict (``runner._analyse``) on saved bridge logs: the same standing run passes,
+    and fails when the simulation diverged, when the elastic band still held the robot in the RUN, or
+    when the bridge refused or partly disabled commands (the robot was not running the policy). Run
+    slower than real time while the policy was in charge it is not a pass but a harness error (retried):
+    the bridge's whole-run figure (here 1.0) is not what counts."""
+    from bcg_sim_bridge.sim2sim.runner import retry_reason
+
+    ok = _nominal_verdict(tmp_path)
+    assert ok["passed"] and ok["reason"] == "operator_stop" and not ok["harness_error"], ok["observed"]
+    assert ok["bridge_timing_ms"]["realtime_factor"] == pytest.approx(1.0) and retry_reason(ok) == ""
+    diverged = _nominal_verdict(tmp_path, diverged=True)
+    assert not diverged["passed"] and "THE SIMULATION DIVERGED" in diverged["observed"]
+    held = _nominal_verdict(tmp_path, band=True)
+    assert not held["passed"] and held["band_held_in_run"] and "the elastic band still held the robot" in held["observed"]
+    for counter in ("bad_mode_machine", "disabled_motor_cmds", "bad_crc", "malformed"):
+        refused = _nominal_verdict(tmp_path, counters={counter: 3})
+        assert not refused["passed"] and refused["rejected_commands"] == {counter: 3}, refused["observed"]
+        assert "the bridge refused or partly disabled commands" in refused["observed"]
+    slow = _nominal_verdict(tmp_path, sim_rate=0.7)
+    assert not slow["passed"] and "0.70x real time while the policy was in charge" in slow["harness_error"]
+    assert slow["bridge_timing_ms"]["realtime_factor_whole_run"] == pytest.approx(1.0)
+    assert "0.70x real time" in retry_reason(slow)
 
 
 def test_a_stale_limit_past_the_sentinel_timeout_gets_a_sentinel_that_waits_longer(tmp_path):
