@@ -57,6 +57,7 @@ from bcg_policy_node.node.parameters import reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.node.tick_timing import TickTiming
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
+from bcg_policy_node.safety.faults import Fault
 
 
 class PolicyNode(LifecycleNode):
@@ -98,6 +99,7 @@ class PolicyNode(LifecycleNode):
         self._last_tick_start: float | None = None
         self._late_ticks = 0
         self._last_fault = ""
+        self._latched_fault: Fault | None = None  # a DAMP not reset when control stopped (see on_activate)
         self._state_wait_s = 0.0
         self._autostarting = False
 
@@ -176,7 +178,10 @@ class PolicyNode(LifecycleNode):
         if enabled != TransitionCallbackReturn.SUCCESS:
             return enabled
         with self._lock:
-            self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout, self.sentinel_timeout)
+            # a DAMP not reset before a deactivate stays latched: reactivating is no reset
+            self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout, self.sentinel_timeout,
+                                    latched=self._latched_fault)
+            self._latched_fault = None
             self.timing = TickTiming()
             self._last_tick_start = None
             self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
@@ -213,6 +218,8 @@ class PolicyNode(LifecycleNode):
             if self.loop is not None and self.interface is not None and self.interface.latest_state() is not None:
                 self.interface.send(LowCommand.damping(self.loop.damping_kd))
                 self.get_logger().warning(f"{why}: damping sent, control stopped")
+            if self.loop is not None and self.loop.state is api.ControlState.DAMP:
+                self._latched_fault = self.loop.machine.fault
             self.loop = None
 
     def _release(self) -> None:
@@ -303,6 +310,8 @@ class PolicyNode(LifecycleNode):
             # taken over, its damping still queued unread behind this tick.
             result = self.loop.tick(due, state, self._inputs, interface.take_commands(), tick_gap=gap)
             if result.command is not None:
+                # a stall inside this tick trips too: damping goes out instead of a stale target
+                result = self.loop.confirm_send(result, time.monotonic())
                 interface.send(result.command)
             sent = time.monotonic()
             self._publish_tick_outputs(result, state, start, sent, ready)

@@ -61,13 +61,17 @@ class TickResult:
     ran_policy: bool
 
 
+_LATCHED_NOTE = " (latched before the node was deactivated)"
 _NOW_FAULT_KINDS = ("estop", "deadman", "sentinel_missing", "foreign_commander")  # re-evaluated at a reset request
 _ENERGIZED_ONLY = ("deadman", "sentinel_missing")  # present in PASSIVE they keep it there; they trip outside it
 
 
 class ControlLoop:
     def __init__(self, robot: RobotConfig, policy: Policy, config: SafetyConfig, deadman_timeout: float = 0.0,
-                 sentinel_timeout: float = 0.0):
+                 sentinel_timeout: float = 0.0, latched: Fault | None = None):
+        """``latched``: a DAMP the previous loop of this node had not been reset from (a lifecycle
+        deactivate and activate): this loop starts in DAMP with that fault, and only a reset
+        leaves it, as if the node had never stopped ticking."""
         contract = policy.contract
         self.robot, self.policy, self.config = robot, policy, config
         self.dt = contract.control_dt
@@ -87,6 +91,9 @@ class ControlLoop:
                                 f"soft limits [{self.limits.soft_lower[j]:g}, {self.limits.soft_upper[j]:g}] (joint_limit_margin)")
         self.watchdog = StateWatchdog(robot, config, self.dt)
         self.machine = ControlStateMachine(config.ramp_duration)
+        if latched is not None:
+            message = latched.message if latched.message.endswith(_LATCHED_NOTE) else latched.message + _LATCHED_NOTE
+            self.machine.trip(Fault(latched.kind, message), 0.0)
         self.deadman_timeout = deadman_timeout
         self.sentinel_timeout = sentinel_timeout  # 0: no sentinel required
         self.lease = CommanderLease(config.foreign_commander_window_s)
@@ -96,6 +103,7 @@ class ControlLoop:
         self._last_action = np.zeros(contract.num_joints)
         self._run_started = 0.0
         self._start_was_pressed = True  # a START held since before HOLD does not count
+        self._position_sent_at: float | None = None  # when the last position command went out (confirm_send)
 
     @property
     def state(self) -> ControlState:
@@ -210,6 +218,28 @@ class ControlLoop:
             self._last_target = shaped.targets
             command = LowCommand.position(shaped.targets, self.kp, self.kd)
         return TickResult(command, m.state, tuple(faults), tuple(m.drain_transitions()), shaped, ran_policy)
+
+    def confirm_send(self, result: TickResult, now: float) -> TickResult:
+        """The last check before ``result.command`` goes out, at ``now``. The stall check at the
+        tick's start sees only the gap between tick starts; a stall inside the tick (garbage
+        collection, descheduling, an inference that hangs) leaves the motors just as long on the
+        previous position command, and the sentinel may have taken over meanwhile. A position
+        command more than the stale limit after the previous one trips ``loop_stalled`` and goes
+        out as damping instead: the sentinel waits longer than that limit (``stall_order_error``).
+        After a tick that sent no position command (PASSIVE, DAMP, no state) nothing was left
+        on the motors to go stale, and nothing is checked."""
+        limit, previous = self.watchdog.stale_after, self._position_sent_at
+        energized = result.state in (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)
+        if result.command is not None and energized and previous is not None and now - previous > limit:
+            fault = Fault("loop_stalled", f"this tick's command was ready {(now - previous) * 1e3:.0f} ms after the previous "
+                                          f"one (limit {limit * 1e3:.0f} ms): the node itself stalled inside the tick")
+            self.machine.trip(fault, now)
+            result = dataclasses.replace(
+                result, command=LowCommand.damping(self.damping_kd), state=self.machine.state, faults=(*result.faults, fault),
+                transitions=(*result.transitions, *self.machine.drain_transitions()), shaped=None)
+        self._position_sent_at = now if result.command is not None and result.state in (
+            ControlState.RAMP, ControlState.HOLD, ControlState.RUN) else None
+        return result
 
     def _run_policy(self, now: float, state: RobotState) -> tuple[np.ndarray | None, Fault | None]:
         """The policy's joint targets, or the fault that stops it: an inference that raises or

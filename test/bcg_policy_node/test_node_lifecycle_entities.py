@@ -144,3 +144,24 @@ def test_a_transition_that_raises_releases_everything_and_configure_runs_again(n
     # error processing went back to unconfigured (from finalized, configure would fail)
     assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
     assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+
+
+def test_a_damp_stays_latched_through_deactivate_and_activate(node):
+    """Reactivating is no reset: the new control loop starts in DAMP with the fault the old one
+    was not reset from (with the sentinel off, nothing else would have kept it damped), and a
+    loop stopped in any other state starts in PASSIVE as before."""
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert node.loop.state is api.ControlState.PASSIVE
+    assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert node.loop.state is api.ControlState.PASSIVE  # nothing was latched
+    node.loop.request_stop(time.monotonic())
+    for _ in range(2):
+        assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        fault = node.loop.machine.fault
+        assert node.loop.state is api.ControlState.DAMP and fault.kind == "operator_stop", fault
+        assert str(fault).count("latched before the node was deactivated") == 1
+    assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS

@@ -264,6 +264,32 @@ def test_a_stall_of_the_node_itself_sends_damping_not_the_policy(robot):
     assert rig.step(tick_gap=None).state is ControlState.RAMP  # the first tick after activation has no gap
 
 
+def test_a_stall_inside_the_tick_sends_damping_not_the_stale_target(robot):
+    """The tick started on time, then the process stalled before sending (GC, descheduling, a
+    slow inference): its target is as old as the stall and the sentinel may have taken over.
+    ``confirm_send``, just before the send, trips loop_stalled and sends damping instead."""
+    rig = Rig(robot)
+    limit = SafetyConfig().stale_periods * DT
+    rig.to_hold()
+    rig.loop.request_run(rig.t)
+    sent = rig.loop.confirm_send(rig.step(), rig.t)
+    assert sent.state is ControlState.RUN and not sent.command.is_damping()
+    on_time = rig.loop.confirm_send(rig.step(), rig.t - DT + 0.9 * limit)  # a slow tick within the limit
+    assert on_time.state is ControlState.RUN and not on_time.command.is_damping()
+    sent_at = rig.t - DT + 0.9 * limit
+    result = rig.step()
+    assert result.state is ControlState.RUN and result.ran_policy  # the tick itself saw nothing wrong
+    stalled = rig.loop.confirm_send(result, sent_at + 1.2 * limit)
+    assert stalled.state is ControlState.DAMP and stalled.command.is_damping() and stalled.shaped is None
+    assert rig.loop.machine.fault.kind == "loop_stalled" and "inside the tick" in str(rig.loop.machine.fault)
+    assert [t.after for t in stalled.transitions][-1] is ControlState.DAMP and stalled.faults[-1].kind == "loop_stalled"
+    # after damping nothing stiff is left on the motors: a late first RAMP command is no stall
+    assert rig.loop.confirm_send(rig.step(), rig.t).command.is_damping()
+    assert rig.loop.request_reset(rig.t, rig.inputs) == (True, "PASSIVE")
+    ramp = rig.loop.confirm_send(rig.step(), rig.t + 10.0)
+    assert ramp.state is ControlState.RAMP and not ramp.command.is_damping()
+
+
 def test_damp_uses_the_robot_config_kd_like_the_sentinel(robot):
     config = SafetyConfig(damping_kd_scale=1.5)
     policy = FakePolicy(robot)
