@@ -75,6 +75,7 @@ class SentinelWatch:
         self.reason = ""
         self._last_check: float | None = None
         self._heartbeat_gap = False
+        self._deferred = False  # the previous check was late and decided nothing
 
     def on_heartbeat(self, t: float) -> None:
         self.last_heartbeat = t
@@ -95,10 +96,15 @@ class SentinelWatch:
         return f"foreign_commander: {writer.ident} writes motor commands{owner}"
 
     def check(self, now: float) -> SentinelState:
+        # A late check (the sentinel itself was descheduled) decides nothing: the node's messages
+        # queued meanwhile may not be read yet. Only once in a row: starved for good, every check
+        # would be late, and the sentinel would watch a dead node forever while reporting WATCHING.
         late = self._last_check is not None and now - self._last_check > self.timeout / 2
         self._last_check = now
-        if late:
+        if late and not self._deferred:
+            self._deferred = True
             return self.state
+        self._deferred = False
         if self.state is SentinelState.WAITING:
             if self.last_heartbeat is not None and self.last_command is not None:
                 self.state = SentinelState.WATCHING
