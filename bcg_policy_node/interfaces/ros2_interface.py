@@ -26,6 +26,7 @@ the others since the last call.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 
@@ -46,6 +47,7 @@ from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"  # what the graph reports before the publisher's node is discovered
+SEEN_COMMANDS_KEPT = 1024  # commands of other writers kept between two take_commands (the newest)
 
 
 def command_message(command: LowCommand) -> Float64MultiArray:
@@ -105,7 +107,9 @@ class Ros2RobotInterface:
         create_publisher = node.create_lifecycle_publisher if lifecycle_command else node.create_publisher
         self._pub = create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
         self._command_sub = None
-        self._seen: list[SeenCommand] = []
+        # bounded: a configured node that is not active does not take them (the sentinel's damping at
+        # 50 Hz grew it by 180,000 an hour, and the first tick walked them all); the newest are kept
+        self._seen: collections.deque[SeenCommand] = collections.deque(maxlen=SEEN_COMMANDS_KEPT)
         self._writers: dict[bytes, CommandWriter] = {}
         self._roles = {**(writer_roles or {}), node.get_name(): "own"}
         if watch_commands:
@@ -202,7 +206,8 @@ class Ros2RobotInterface:
 
     def take_commands(self) -> list[SeenCommand]:
         with self._lock:
-            seen, self._seen = self._seen, []
+            seen = list(self._seen)
+            self._seen.clear()
         return seen
 
     def close(self) -> None:

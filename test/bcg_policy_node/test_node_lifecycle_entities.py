@@ -165,3 +165,18 @@ def test_a_damp_stays_latched_through_deactivate_and_activate(node):
         assert str(fault).count("latched before the node was deactivated") == 1
     assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
     assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+
+
+def test_commands_of_other_writers_seen_while_inactive_are_bounded(node):
+    """Configured but not active, the node takes no commands; another writer's (the sentinel
+    damping at 50 Hz) were kept without bound. The newest SEEN_COMMANDS_KEPT are kept."""
+    from bcg_policy_node.interfaces.ros2_interface import SEEN_COMMANDS_KEPT
+
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+    info = {"publisher_gid": {"data": bytes(range(24))}}  # a writer the graph does not know: foreign
+    for _ in range(SEEN_COMMANDS_KEPT + 500):
+        node.interface._on_command(b"", info)
+    seen = node.interface.take_commands()
+    assert len(seen) == SEEN_COMMANDS_KEPT and seen[0].t <= seen[-1].t and seen[-1].writer.role == "foreign"
+    assert node.interface.take_commands() == []
+    assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
