@@ -85,7 +85,7 @@ def _domains(requested: int) -> tuple[int, int]:
     return requested, (requested + 1) % 233  # the SDK's Cyclone DDS domain, next to the ROS one
 
 
-def _check_bridge_config(path: str, physics_hz: float) -> None:
+def _check_bridge_config(path: str, physics_hz: float):
     """The bridge config as the run overrides it (physics rate, real time), and none of the
     settings that would let a run pass without testing anything: a frozen robot, a bridge that
     stops by itself, or bridge-side damping."""
@@ -94,6 +94,7 @@ def _check_bridge_config(path: str, physics_hz: float) -> None:
         if getattr(cfg, key) != harmless:
             raise ConfigError(path, f"key '{key}': {getattr(cfg, key)} would let sim-to-sim pass without testing the "
                                     f"policy and its safety layer; it must be {harmless} here")
+    return cfg
 
 
 class SafetyChoice(NamedTuple):
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with exit_on_input_error("bcg-sim2sim"):
         robot = load_robot_config(args.robot_config)
-        _check_bridge_config(args.bridge_config, args.physics_hz)
+        bridge_cfg = _check_bridge_config(args.bridge_config, args.physics_hz)
         policies = validate_policies(args, robot, out)
         safety = _safety_config(args.safety_config, args.stale_periods, robot.control_dt, out)
     if args.soak > 0 and len(policies) > 1:
@@ -230,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
                       safety_config=safety.path, sentinel_timeout_s=safety.sentinel_timeout_s, nice=args.nice)
     interface = args.interface or ("both" if args.soak > 0 else "ros2")
     interfaces = INTERFACES if interface == "both" else (interface,)
-    common = {"robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety.description}
+    # the bridge's own passive joint damping is not in the training model: a report says how much helped
+    common = {"robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety.description,
+              "bridge_joint_damping": f"{bridge_cfg.joint_damping:g} N m s/rad on every joint (the training model has none)"}
     if args.soak <= 0 and not scenario_plan(args, interfaces)[0]:  # "all 0 scenario(s) passed" would be exit 0
         print(f"bcg-sim2sim: error: nothing to run: --no-nominal and no --fault that applies to {' and '.join(interfaces)}",
               file=sys.stderr)
