@@ -39,13 +39,13 @@ CHECKS_PER_TIMEOUT = 4  # a check on time is never "late" (timeout / 2), with ro
 
 def timing_error(timeout: float, check_period: float) -> str | None:
     """Why a timeout and check period cannot work, or None. A check period over half the
-    timeout makes every check late, and a late check decides nothing: the sentinel would
-    never take over."""
+    timeout makes every check late, and a late check decides only after a late check that
+    heard nothing new from the node: the sentinel would take over a period or more late."""
     if not 0 < timeout <= MAX_TIMEOUT_S:
         return f"need 0 < timeout_s <= {MAX_TIMEOUT_S} (got {timeout})"
     if not 0 < check_period <= timeout / CHECKS_PER_TIMEOUT:
         return (f"need 0 < check_period_s <= timeout_s / {CHECKS_PER_TIMEOUT} = {timeout / CHECKS_PER_TIMEOUT:g} "
-                f"(got {check_period}): a check later than timeout_s / 2 after the last one decides nothing")
+                f"(got {check_period}): a check later than timeout_s / 2 after the last one defers its decision")
     return None
 
 
@@ -97,13 +97,19 @@ class SentinelWatch:
 
     def check(self, now: float) -> SentinelState:
         # A late check (the sentinel itself was descheduled) decides nothing: the node's messages
-        # queued meanwhile may not be read yet. Only once in a row: starved for good, every check
-        # would be late, and the sentinel would watch a dead node forever while reporting WATCHING.
-        late = self._last_check is not None and now - self._last_check > self.timeout / 2
+        # queued meanwhile may not be read yet (the executor runs a ready timer before ready
+        # subscriptions). Once it has deferred, the executor has read what was queued, so a late
+        # check after a late check decides unless the node was heard from since the previous
+        # check: starved for good, every check would be late, and the sentinel would watch a
+        # dead node for ever while reporting WATCHING.
+        previous = self._last_check
+        late = previous is not None and now - previous > self.timeout / 2
         self._last_check = now
-        if late and not self._deferred:
-            self._deferred = True
-            return self.state
+        if late:
+            heard = any(t is not None and t > previous for t in (self.last_heartbeat, self.last_command))
+            if heard or not self._deferred:
+                self._deferred = True
+                return self.state
         self._deferred = False
         if self.state is SentinelState.WAITING:
             if self.last_heartbeat is not None and self.last_command is not None:

@@ -78,6 +78,21 @@ def test_a_sentinel_starved_for_good_still_takes_over_at_its_second_late_check()
     assert w.check(t + 0.6) is SentinelState.TAKEN_OVER and "silent" in w.reason
 
 
+def test_a_late_check_after_a_late_check_that_heard_the_node_since_still_defers():
+    """The executor runs a ready timer before ready subscriptions: after a deferred check it reads
+    the node's queued heartbeat, and the next check can be late again with newer heartbeats still
+    queued. Heard from since the previous check, the node is alive: no takeover."""
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0)
+    assert w.check(t + 0.06) is SentinelState.WATCHING  # late: deferred
+    w.on_heartbeat(t + 0.061)  # read right after it
+    w.on_command(t + 0.061, NODE)
+    assert w.check(t + 0.2) is SentinelState.WATCHING  # late again, 139 ms after the last heartbeat read
+    w.on_heartbeat(t + 0.201)
+    w.on_command(t + 0.201, NODE)
+    assert w.check(t + 0.205) is SentinelState.WATCHING  # on time again
+
+
 def test_a_second_commander_is_reported_and_never_counts_as_the_node():
     w = SentinelWatch(0.1)
     t = run(w, 0.0, 1.0)
