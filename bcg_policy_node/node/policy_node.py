@@ -11,15 +11,17 @@ configure  load robot config, safety config and policy; check the policy's contr
            lifecycle publisher too; the ``unitree_sdk`` writer is a DDS writer, sent to
            only by the control timer and the damping of deactivate/shutdown.
 activate   enable the lifecycle publishers, then start the 50 Hz control timer (own
-           callback group) in PASSIVE; the control loop
+           callback group) in PASSIVE, or in DAMP when the previous activation ended in a
+           DAMP not reset (reactivating is no reset); the control loop
            (bcg_policy_node.safety.control_loop) ramps to the default pose once the
            sentinel's heartbeat is fresh and it watches (``sentinel_timeout_s``; 0: no
            sentinel required), holds it and runs the policy only after the operator's
            run request.
 deactivate send damping, stop the timer, then disable the lifecycle publishers.
-cleanup    close the interface, destroy every entity configure created; configure can
-           run again. Shutdown (from any state) and error processing do the same (error
-           processing returns to unconfigured).
+cleanup    close the interface, destroy every entity configure created (and forget a
+           latched DAMP: configure starts over); configure can run again. Shutdown (from
+           any state) and error processing do the same (error processing returns to
+           unconfigured).
 
 Threads: the executor runs transitions, operator callbacks, the diagnostics timer and
 the control timer; every piece of state they share (control loop, inputs, counters,
@@ -186,7 +188,8 @@ class PolicyNode(LifecycleNode):
             self._last_tick_start = None
             self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
             dt = self.policy.contract.control_dt
-        self.get_logger().info(f"active: control timer at {1 / dt:.0f} Hz, state PASSIVE")
+            control_state = self.loop.state.value
+        self.get_logger().info(f"active: control timer at {1 / dt:.0f} Hz, state {control_state}")
         return TransitionCallbackReturn.SUCCESS
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -224,6 +227,7 @@ class PolicyNode(LifecycleNode):
 
     def _release(self) -> None:
         with self._lock:
+            self._latched_fault = None  # a new configure starts over (the policy may be another)
             if self.interface is not None:
                 self.interface.close()
             self.interface, self.policy = None, None

@@ -331,6 +331,8 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
     passed = (not error and not harness_error and ends_in_damp and reason in scenario.expected_reasons
               and not unexpected_early and (not fell or scenario.fall_allowed) and probe_ok and not log.diverged
               and not band_held and not rejected)
+    if band_held and not harness_error:  # the rig's release (a topic message) did not land: retried, exit 3
+        harness_error = "the elastic band still held the robot in the RUN: the rig's release did not take effect"
     # real time while the policy was in charge (band release to the first damping), not over the
     # bridge's whole life: the node's 50 Hz loop and watchdogs run on the wall clock, so against a
     # slowed robot a policy runs at a higher rate in simulated time and its pass proves nothing
@@ -352,7 +354,8 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
                 + ("; the elastic band still held the robot in the RUN" if band_held else "")
                 + (f"; the bridge refused or partly disabled commands: {rejected}" if rejected else "")
                 + (f"; HARNESS ERROR: {harness_error}" if harness_error else "")
-                + ("; THE SIMULATION DIVERGED (MuJoCo NaN state): the bridge stopped" if log.diverged else ""))
+                + ("; THE SIMULATION DIVERGED (MuJoCo NaN state or its own reset after a bad one): the bridge stopped"
+                   if log.diverged else ""))
     return {
         "passed": bool(passed), "observed": observed, "reason": reason, "reason_text": reason_text,
         "harness_error": harness_error, "band_held_in_run": band_held, "rejected_commands": rejected,

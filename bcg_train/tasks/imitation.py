@@ -31,7 +31,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-from pathlib import Path
 from typing import NamedTuple
 
 import jax

@@ -164,6 +164,11 @@ def test_a_damp_stays_latched_through_deactivate_and_activate(node):
         assert node.loop.state is api.ControlState.DAMP and fault.kind == "operator_stop", fault
         assert str(fault).count("latched before the node was deactivated") == 1
     assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS  # a new configure starts over
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert node.loop.state is api.ControlState.PASSIVE
+    assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
     assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
 
 
@@ -174,9 +179,14 @@ def test_commands_of_other_writers_seen_while_inactive_are_bounded(node):
 
     assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
     info = {"publisher_gid": {"data": bytes(range(24))}}  # a writer the graph does not know: foreign
-    for _ in range(SEEN_COMMANDS_KEPT + 500):
+    for _ in range(500):
+        node.interface._on_command(b"", info)
+    time.sleep(0.01)
+    newest_from = time.monotonic()
+    for _ in range(SEEN_COMMANDS_KEPT):
         node.interface._on_command(b"", info)
     seen = node.interface.take_commands()
-    assert len(seen) == SEEN_COMMANDS_KEPT and seen[0].t <= seen[-1].t and seen[-1].writer.role == "foreign"
+    assert len(seen) == SEEN_COMMANDS_KEPT and seen[-1].writer.role == "foreign"
+    assert seen[0].t >= newest_from  # the oldest 500 were dropped, the newest kept
     assert node.interface.take_commands() == []
     assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS

@@ -7,8 +7,10 @@ fixed (``Lowered.out_info``), and a float64 primal meeting a float32 cotangent i
 VJP (the bundle, the guarded step, the state clip) fails right there, in tracing. XLA's
 compile of a G1 SHAC + BCG iteration is most of its cost (a cold float64 one took 465 s
 of a 26 min trainer suite on the 2-core CI machine); the float32 iteration is compiled and
-run end to end by the GPU script's CPU mode (test_gpu_train_script.py), and float64
-gradients through contact run on the toy leg (test_bcg_sim_core.py)."""
+run end to end by the GPU script's CPU mode (test_gpu_train_script.py). What this leaves
+unrun in the suite: float64 numbers through contact and the bundle (bundles firing, a finite
+update); float64 physics and its gradient run only without contact, on the toy leg
+(test_bcg_sim_core.py), and ``bcg-bench-gradients --float64`` runs the rest."""
 
 import json
 import subprocess
@@ -55,7 +57,7 @@ def test_float64_jump_iteration_simulates_in_float64_and_learns_in_float32(tmp_p
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
 
-    assert seen["x64"] and seen["bundled_mode"] == "bcg"  # SHAC + BCG: the float64 bundle is in the program
+    assert seen["x64"] and seen["bundled_mode"] == "bcg"  # SHAC + BCG: the float64 bundle is traced
     # the physics runs in 64 bits, before and after an iteration
     assert seen["qpos"] == ["float64", "float64"] and seen["qvel"] == ["float64", "float64"]
     # the learner does not: networks, normalizer and the task's own carried actions stay float32
