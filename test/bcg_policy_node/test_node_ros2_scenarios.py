@@ -297,6 +297,9 @@ def test_the_node_waits_for_the_sentinel_which_damps_a_stalled_and_a_killed_node
     procs.start_module("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
     obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
     t_passive = time.monotonic()
+    # its zero-torque commands reach the observer (through the bridge) once the bridge has
+    # discovered the new node's writer, which under CI load took longer than 1.5 s
+    obs.wait_received(lambda c: True, t_passive, 30, "the new node's commands")
     time.sleep(1.5)
     assert {s for t, s in obs.states if t > t_passive} == {"PASSIVE"}
     assert position_commands(obs.received_since(t_passive)) == [] and obs.received_since(t_passive)
