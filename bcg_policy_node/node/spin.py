@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import threading
 from typing import Any, Callable
@@ -57,6 +58,9 @@ def run_node(
     node (a bad parameter or input file is a one-line error and exit status 2), run
     ``start(node)`` (it returns an error message to exit with status 2, or None), spin in a
     single-threaded executor until SIGINT/SIGTERM, then ``close(node)``, destroy, shut down."""
+    # a crash in native code (rclpy's or DDS's teardown once segfaulted after a one-line error,
+    # under CI load) leaves the Python stack on stderr instead of only a -11
+    faulthandler.enable()
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as err:  # noqa: BLE001 - rcl's RCLError: arguments it cannot parse ('-p name:=')
