@@ -333,6 +333,11 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
               and not band_held and not rejected)
     if band_held and not harness_error:  # the rig's release (a topic message) did not land: retried, exit 3
         harness_error = "the elastic band still held the robot in the RUN: the rig's release did not take effect"
+    if reason == "loop_stalled" and reason not in scenario.expected_reasons and not harness_error:
+        # the node's process was descheduled past the stale limit (its own stall is reported before
+        # the stale state it causes): the machine was overloaded, so the attempt is retried
+        passed = False
+        harness_error = f"the node itself stalled ({reason_text}): the machine, not the policy or its safety layer"
     # real time while the policy was in charge (band release to the first damping), not over the
     # bridge's whole life: the node's 50 Hz loop and watchdogs run on the wall clock, so against a
     # slowed robot a policy runs at a higher rate in simulated time and its pass proves nothing

@@ -131,7 +131,8 @@ def test_runs_that_could_not_test_anything_are_exit_2_before_anything_starts(tmp
         assert str(bridge) in line and f"key '{key}'" in line and "without testing" in line, line
 
 
-def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_rate=1.0) -> dict:
+def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_rate=1.0,
+                     trip="operator_stop: operator stop") -> dict:
     """``runner._analyse`` on a saved and loaded bridge log of a nominal run that stood and was
     stopped, with one thing changed: the simulation diverged, the band stayed engaged, the
     bridge counted refused commands, or it simulated ``sim_rate`` seconds per wall second."""
@@ -158,7 +159,7 @@ def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_ra
     assert log.diverged is diverged
     opts = RunOptions(robot=ROBOT, robot_config="", policy=tmp_path / "p.onnx", policy_origin="test", out_dir=tmp_path,
                       ros_domain=1, sdk_domain=1)
-    events = [TimelineEvent(t_stop + 0.01, "node_fault", "operator_stop: operator stop")]
+    events = [TimelineEvent(t_stop + 0.01, "node_fault", trip)]
     return _analyse(opts, SCENARIOS["none"], log, events, [], {"start": 0.0, "release": 0.2, "run": 0.5, "stop": t_stop}, {}, "")
 
 
@@ -182,6 +183,10 @@ def test_a_nominal_run_passes_only_when_the_robot_ran_the_policy_on_its_own_in_r
         refused = _nominal_verdict(tmp_path, counters={counter: 3})
         assert not refused["passed"] and refused["rejected_commands"] == {counter: 3}, refused["observed"]
         assert "the bridge refused or partly disabled commands" in refused["observed"]
+    # the node's own stall reported at the injection: the machine was overloaded, the attempt is retried
+    stalled = _nominal_verdict(tmp_path, trip="loop_stalled: this tick started 211 ms after the previous one")
+    assert not stalled["passed"] and "the node itself stalled" in stalled["harness_error"]
+    assert "the node itself stalled" in retry_reason(stalled)
     slow = _nominal_verdict(tmp_path, sim_rate=0.7)
     assert not slow["passed"] and "0.70x real time while the policy was in charge" in slow["harness_error"]
     assert slow["bridge_timing_ms"]["realtime_factor_whole_run"] == pytest.approx(1.0)
