@@ -62,6 +62,7 @@ class TickResult:
 
 
 _LATCHED_NOTE = " (latched before the node was deactivated)"
+_ENERGIZED = (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)  # position commands go to the motors
 _NOW_FAULT_KINDS = ("estop", "deadman", "sentinel_missing", "foreign_commander")  # re-evaluated at a reset request
 _ENERGIZED_ONLY = ("deadman", "sentinel_missing")  # present in PASSIVE they keep it there; they trip outside it
 
@@ -172,7 +173,7 @@ class ControlLoop:
         Consumes the e-stop pulse latched in ``inputs``."""
         m = self.machine
         self.lease.observe(foreign)
-        energized = m.state in (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)
+        energized = m.state in _ENERGIZED
         # the node's own stall first: it explains what follows it (a stale state, the sentinel's damping);
         # in PASSIVE and DAMP it left nothing on the motors to worry about
         faults = self._stall_faults(tick_gap) if energized else []
@@ -229,16 +230,14 @@ class ControlLoop:
         After a tick that sent no position command (PASSIVE, DAMP, no state) nothing was left
         on the motors to go stale, and nothing is checked."""
         limit, previous = self.watchdog.stale_after, self._position_sent_at
-        energized = result.state in (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)
-        if result.command is not None and energized and previous is not None and now - previous > limit:
+        if result.command is not None and result.state in _ENERGIZED and previous is not None and now - previous > limit:
             fault = Fault("loop_stalled", f"this tick's command was ready {(now - previous) * 1e3:.0f} ms after the previous "
                                           f"one (limit {limit * 1e3:.0f} ms): the node itself stalled inside the tick")
             self.machine.trip(fault, now)
             result = dataclasses.replace(
                 result, command=LowCommand.damping(self.damping_kd), state=self.machine.state, faults=(*result.faults, fault),
                 transitions=(*result.transitions, *self.machine.drain_transitions()), shaped=None)
-        self._position_sent_at = now if result.command is not None and result.state in (
-            ControlState.RAMP, ControlState.HOLD, ControlState.RUN) else None
+        self._position_sent_at = now if result.command is not None and result.state in _ENERGIZED else None
         return result
 
     def _run_policy(self, now: float, state: RobotState) -> tuple[np.ndarray | None, Fault | None]:
