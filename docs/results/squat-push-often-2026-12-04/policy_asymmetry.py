@@ -16,7 +16,7 @@ from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_train.evaluate.rollout import rollout
 from bcg_train.learn.config import load_train_config
 from bcg_train.motion.reference import load_reference_motion
-from bcg_train.tasks.imitation import resolve_share_path
+from bcg_robot.paths import resolve_share_path
 from bcg_train.tasks.mirror import apply, joint_mirror, mirror_raw_inputs
 
 
