@@ -17,14 +17,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with exit_on_input_error(parser.prog):
         from bcg_train.export.policy import export_onnx, reference_offset_table
-        from bcg_train.learn.train import check_checkpoint_motion, load_checkpoint
+        from bcg_train.learn.train import check_checkpoint_motion, check_checkpoint_robot, load_checkpoint
 
         ckpt = load_checkpoint(args.checkpoint)
         check_checkpoint_motion(ckpt)
         robot = load_robot_config()
+        check_checkpoint_robot(ckpt, robot)
         ref, table = reference_offset_table(ckpt.config, robot)
+        # the hash the checkpoint was saved with: recomputed, a config older than a field of
+        # TrainConfig would hash with that field at its default and match no run
         path = export_onnx(args.out, ckpt.config, robot, ckpt.state.actor, ckpt.state.obs_stats, ref.name, ref.length_s, table,
-                           source=str(ckpt.path))
+                           source=str(ckpt.path), stored_hash=ckpt.stored_hash)
         dump_dataclass(ckpt.config, path.with_suffix(".train.yaml"))
         print(f"bcg-export: {path} (iteration {int(ckpt.state.iteration)} of {ckpt.path}, motion '{ref.name}' {ref.length_s:.2f} s)")
     return 0

@@ -57,14 +57,16 @@ def policy_weights(actor: list[dict[str, Any]], stats: RunningStats, obs_clip: f
     )
 
 
-def policy_contract(cfg: TrainConfig, robot: RobotConfig, motion_id: str, motion_length_s: float) -> PolicyContract:
+def policy_contract(cfg: TrainConfig, robot: RobotConfig, motion_id: str, motion_length_s: float,
+                    stored_hash: str | None = None) -> PolicyContract:
+    """``stored_hash``: the config hash the checkpoint was saved with (default: ``cfg``'s now)."""
     return PolicyContract.for_robot(
         robot,
         observation_spec=tuple(cfg.task.observation_spec),
         motion_id=motion_id,
         motion_length_s=float(motion_length_s),
         action_offset=cfg.task.action_offset,
-        config_hash=config_hash(cfg),
+        config_hash=stored_hash or config_hash(cfg),
         source_commit=source_commit(),
     )
 
@@ -112,10 +114,11 @@ def check_exportable(weights: PolicyWeights, source: str) -> None:
 
 
 def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, stats: RunningStats, motion_id: str, motion_length_s: float,
-                reference_joint_pos: np.ndarray | None = None, source: str = "<policy>") -> Path:
+                reference_joint_pos: np.ndarray | None = None, source: str = "<policy>", stored_hash: str | None = None) -> Path:
     """``reference_joint_pos`` (frames at the control rate, n): exactly with ``action_offset: reference``
-    (:func:`bcg_robot.onnx_graph.check_offset` says so otherwise). ``source``: the checkpoint, for errors."""
-    contract = policy_contract(cfg, robot, motion_id, motion_length_s)
+    (:func:`bcg_robot.onnx_graph.check_offset` says so otherwise). ``source``: the checkpoint, for errors.
+    ``stored_hash``: the config hash the checkpoint was saved with (default: ``cfg``'s now)."""
+    contract = policy_contract(cfg, robot, motion_id, motion_length_s, stored_hash)
     weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, reference_joint_pos)
     check_exportable(weights, source)
     return save_policy_onnx(path, contract, weights)

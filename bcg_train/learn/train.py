@@ -10,8 +10,9 @@ Per run directory (``cfg.run_dir``):
 ``warm_start.json``      with ``init_from``: the checkpoint the networks came from (its hash,
                           iteration and env steps)
 ``checkpoints/NNNNNN.pkl`` the full training state (learner, optimizers, normalizer, environments,
-                          RNG) plus the resolved config and its hash; :func:`train` with
-                          ``resume=...`` continues bit for bit as if never interrupted.
+                          RNG) plus the resolved config and its hash, the digest of the clip and
+                          the robot config trained with; :func:`train` with ``resume=...``
+                          continues bit for bit as if never interrupted.
 """
 
 from __future__ import annotations
@@ -53,17 +54,31 @@ class Checkpoint:
     path: Path
     stored_hash: str  # the config hash the checkpoint was saved with (its exports carry it)
     motion_sha256: str | None = None  # of the clip trained on (None: saved before checkpoints carried it)
+    robot: dict | None = None  # robot_record() of the robot trained with (None: not recorded, or no robot)
 
 
-def save_checkpoint(path: Path, cfg: TrainConfig, state: SHACState, motion_digest: str | None = None) -> Path:
+# What of the robot config shapes training (model, joint drive, action, observation): all
+# but where it was read from and the node's gain tolerance.
+TRAINING_ROBOT_FIELDS = tuple(f.name for f in dataclasses.fields(RobotConfig) if f.name not in ("source", "policy_gain_ratio"))
+
+
+def robot_record(robot: RobotConfig) -> dict:
+    plain = to_plain(robot)
+    return {key: plain[key] for key in TRAINING_ROBOT_FIELDS}
+
+
+def save_checkpoint(path: Path, cfg: TrainConfig, state: SHACState, motion_digest: str | None = None,
+                    robot: RobotConfig | None = None) -> Path:
     """``motion_digest``: :func:`motion_sha256` of the clip the run trained on, taken when the
-    run started (None: the clip's digest now)."""
+    run started (None: the clip's digest now). ``robot``: the robot config the task was built
+    from (none for a task without a robot)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "format": CHECKPOINT_FORMAT,
         "config": to_plain(cfg),
         "config_hash": config_hash(cfg),
         "motion_sha256": motion_digest or motion_sha256(cfg),
+        "robot": None if robot is None else robot_record(robot),
         "state": jax.device_get(state),
     }
     tmp = path.with_suffix(".tmp")
@@ -95,7 +110,7 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     if plain_config_hash(payload["config"]) != payload["config_hash"]:
         raise CheckpointError(path, "config hash does not match the stored config")
     cfg = from_mapping(TrainConfig, payload["config"], str(path))
-    return Checkpoint(cfg, payload["state"], path, payload["config_hash"], payload.get("motion_sha256"))
+    return Checkpoint(cfg, payload["state"], path, payload["config_hash"], payload.get("motion_sha256"), payload.get("robot"))
 
 
 def check_checkpoint_motion(ckpt: Checkpoint) -> None:
@@ -112,6 +127,26 @@ def check_checkpoint_motion(ckpt: Checkpoint) -> None:
         what = "is missing" if here is None else f"differs from the clip trained on (sha256 {here[:12]}, trained on {ckpt.motion_sha256[:12]})"
         raise CheckpointError(ckpt.path, f"motion '{ckpt.config.task.motion}' resolves here to {found}, which {what}; "
                                          "run from the training's directory or restore the clip")
+
+
+def check_checkpoint_robot(ckpt: Checkpoint, robot: RobotConfig) -> None:
+    """``robot`` is the robot config the checkpoint was trained with. The trainer reads gains,
+    default pose, action scale, control rate and limits from the robot config, and export
+    writes them into the policy's contract from the config it is given: after an edit of
+    ``robot.yaml`` the ONNX would state values training never used, and the node, which
+    checks the contract against that same edited file, would accept it. A field added to
+    :class:`RobotConfig` since the checkpoint was saved is not compared."""
+    if ckpt.robot is None:  # saved before checkpoints carried it, or a task without a robot
+        return
+    now = robot_record(robot)
+    for key in TRAINING_ROBOT_FIELDS:
+        if key in ckpt.robot and ckpt.robot[key] != now[key]:
+            was, is_ = ckpt.robot[key], now[key]
+            if isinstance(was, list) and isinstance(is_, list) and len(was) == len(is_) == robot.num_joints:
+                i = next(i for i, (a, b) in enumerate(zip(was, is_)) if a != b)
+                was, is_, key = was[i], is_[i], f"{key}[{robot.joint_names[i]}]"
+            raise CheckpointError(ckpt.path, f"trained with robot config {key} = {was}, but {robot.source} says {is_}; "
+                                             "use the robot config it was trained with")
 
 
 def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) -> SHACState:
@@ -153,20 +188,31 @@ def make_task(cfg: TrainConfig, robot: RobotConfig | None = None):
 
 
 class MetricsLog:
-    """Metrics per iteration to CSV and TensorBoard."""
+    """Metrics per iteration to CSV and TensorBoard.
 
-    def __init__(self, run_dir: Path, resume: bool):
+    ``resume_from``: the iteration of the checkpoint a resumed run continues from. Rows logged
+    after it (a run that ended between checkpoints) are dropped, from the CSV and from
+    TensorBoard, since the resumed run logs those iterations again: kept, they would appear
+    twice, and a threshold the abandoned segment reached would still count."""
+
+    def __init__(self, run_dir: Path, resume_from: int | None = None):
         self.path = run_dir / "metrics.csv"
         self.keys: list[str] | None = None
-        if resume and self.path.is_file():
-            with open(self.path) as f:
-                self.keys = next(csv.reader(f), None)
+        if resume_from is not None and self.path.is_file():
+            with open(self.path, newline="") as f:
+                rows = list(csv.reader(f))
+            if rows:
+                self.keys = rows[0]
+                kept = [row for row in rows[1:] if row and int(float(row[0])) <= resume_from]
+                with open(self.path, "w", newline="") as f:
+                    csv.writer(f).writerows([self.keys, *kept])
         elif self.path.exists():
             self.path.unlink()
         try:
             from tensorboardX import SummaryWriter
 
-            self.tb = SummaryWriter(str(run_dir / "tb"))
+            purge = None if resume_from is None else resume_from + 1
+            self.tb = SummaryWriter(str(run_dir / "tb"), purge_step=purge)
         except ImportError:  # pragma: no cover - tensorboardX is in requirements/train.txt
             self.tb = None
 
@@ -245,25 +291,30 @@ def train(
     """
     enable_compilation_cache()
     run_dir = Path(cfg.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_dataclass(cfg, run_dir / "config.yaml")
     motion_digest = motion_sha256(cfg)  # the clip the task reads now, not after an edit mid-run
-    task = task if task is not None else make_task(cfg)
-    shac = SHAC(task, cfg.shac, cfg.devices)
-    if resume is not None:
+    ckpt = None
+    if resume is not None:  # refused before anything in the run directory is written
         ckpt = load_checkpoint(resume)
         if config_hash(ckpt.config) != config_hash(cfg):
             raise CheckpointError(ckpt.path, "checkpoint was trained with a different config")
         check_checkpoint_motion(ckpt)
+    task = task if task is not None else make_task(cfg)
+    robot = getattr(task, "robot", None)
+    if ckpt is not None and robot is not None:
+        check_checkpoint_robot(ckpt, robot)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    shac = SHAC(task, cfg.shac, cfg.devices)
+    if ckpt is not None:
         state = shac.shard(jax.tree_util.tree_map(np.asarray, ckpt.state))
     else:
         state = shac.init(cfg.seed)
         if cfg.init_from:
             state = warm_start(shac, state, cfg, run_dir)
+    dump_dataclass(cfg, run_dir / "config.yaml")
     step = shac.jit_iteration(state)
     start = int(state.iteration)
     stop = min(cfg.shac.iterations, start + iterations) if iterations is not None else cfg.shac.iterations
-    log = MetricsLog(run_dir, resume is not None)
+    log = MetricsLog(run_dir, resume_from=start if ckpt is not None else None)
     history: list[dict[str, float]] = []
     t0 = time.perf_counter()
     env_steps_per_iter = cfg.shac.num_envs * cfg.shac.horizon
@@ -280,7 +331,7 @@ def train(
             on_iteration(it + 1, row)
         out_of_time = max_train_s is not None and row["wall_s"] - history[0]["wall_s"] >= max_train_s
         if (it + 1) % cfg.checkpoint_every == 0 or it + 1 == stop or out_of_time:
-            save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state, motion_digest)
+            save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state, motion_digest, robot)
             plot_training_curves(log.path, run_dir / "curves.png", f"{run_dir.name}: iteration {it + 1}")
         if out_of_time:
             break

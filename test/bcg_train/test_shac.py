@@ -169,13 +169,22 @@ def test_resume_equals_uninterrupted_and_runs_are_deterministic(tmp_path):
     _, full, _ = train(_cfg(tmp_path, "full"), task=task, iterations=2, progress=False)
     _, again, _ = train(_cfg(tmp_path, "again"), task=task, iterations=2, progress=False)
     _, half, _ = train(_cfg(tmp_path, "split"), task=task, iterations=1, progress=False)
-    _, resumed, _ = train(_cfg(tmp_path, "split"), task=task, resume=tmp_path / "split", iterations=1, progress=False)
+    metrics = tmp_path / "split" / "metrics.csv"
+    logged = metrics.read_text().splitlines()
+    # the run went on past its last checkpoint (iteration 1) and ended: its rows 2 and 3 are abandoned
+    abandoned = [",".join(["2", *logged[1].split(",")[1:]]), ",".join(["3", *logged[1].split(",")[1:]])]
+    metrics.write_text("\n".join([*logged, *abandoned]) + "\n")
+    _, resumed, history = train(_cfg(tmp_path, "split"), task=task, resume=tmp_path / "split", iterations=1, progress=False)
     assert int(resumed.iteration) == 2
     for a, b, c in zip(_leaves(full), _leaves(again), _leaves(resumed)):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, c)
+    rows = metrics.read_text().splitlines()  # each iteration once, row 2 the resumed run's
+    assert rows[:2] == logged and [r.split(",")[0] for r in rows[1:]] == ["1", "2"] and rows[2] not in abandoned
+    config_yaml = (tmp_path / "split" / "config.yaml").read_text()
     with pytest.raises(CheckpointError, match="different config"):
         train(_cfg(tmp_path, "split", gamma=0.5), task=task, resume=tmp_path / "split", iterations=1, progress=False)
+    assert (tmp_path / "split" / "config.yaml").read_text() == config_yaml  # a refused resume writes nothing
 
 
 def test_warm_start_takes_the_networks_and_starts_the_rest_fresh(tmp_path):

@@ -142,3 +142,50 @@ def test_export_and_resume_refuse_a_clip_other_than_the_one_trained_on(tmp_path,
     old = load_checkpoint(tmp_path / "old.pkl")
     assert old.motion_sha256 is None
     check_checkpoint_motion(old)
+
+
+def test_export_and_resume_refuse_a_robot_config_other_than_the_one_trained_on(tmp_path, capsys):
+    """Training reads gains, default pose, action scale and rate from the robot config, and
+    export writes the contract from the config it is given: after an edit of the robot config
+    the ONNX would state values training never used, and the node, checking the contract
+    against that same edited file, would accept it."""
+    import dataclasses
+    import pickle
+
+    from bcg_robot.config import load_robot_config
+    from bcg_train.learn.config import SHACConfig, TrainConfig
+    from bcg_train.learn.shac import SHAC
+    from bcg_train.learn.train import CheckpointError, check_checkpoint_robot, load_checkpoint, save_checkpoint, train
+    from bcg_train.tasks.point_mass import PointMassTask
+
+    robot = load_robot_config()
+    shac_cfg = SHACConfig(num_envs=2, horizon=2, iterations=2, actor_hidden=(4,), critic_hidden=(4,), critic_iterations=1, critic_minibatches=1)
+    cfg = TrainConfig(shac=shac_cfg, run_dir=str(tmp_path / "run"), devices=1)
+    state = SHAC(PointMassTask(), cfg.shac, 1).init(0)
+    check_checkpoint_robot(load_checkpoint(save_checkpoint(tmp_path / "same.pkl", cfg, state, robot=robot)), robot)
+    # the node's gain tolerance and where the file was read from do not shape training
+    check_checkpoint_robot(load_checkpoint(tmp_path / "same.pkl"), dataclasses.replace(robot, policy_gain_ratio=2.0, source="x.yaml"))
+
+    kp = list(robot.kp)
+    kp[3] *= 1.5  # trained with another gain on one joint: the shipped config is the edited one now
+    path = save_checkpoint(tmp_path / "c.pkl", cfg, state, robot=dataclasses.replace(robot, kp=tuple(kp)))
+    err = _run(export_main, [str(path), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert f"{path}: trained with robot config kp[{robot.joint_names[3]}] = {kp[3]}, but {robot.source} says {robot.kp[3]}" in err
+    assert not (tmp_path / "p.onnx").exists()
+    with pytest.raises(CheckpointError, match=r"trained with robot config action_scale = 0\.5"):
+        check_checkpoint_robot(load_checkpoint(save_checkpoint(tmp_path / "a.pkl", cfg, state, robot=dataclasses.replace(robot, action_scale=0.5))), robot)
+
+    @dataclasses.dataclass(frozen=True)
+    class RobotTask(PointMassTask):  # a task built from a robot config, as the imitation task is
+        robot: object = None
+
+    train(cfg, task=RobotTask(robot=dataclasses.replace(robot, control_dt=0.01)), iterations=1, progress=False)
+    config_yaml = (tmp_path / "run" / "config.yaml").read_text()
+    with pytest.raises(CheckpointError, match=r"000001.pkl: trained with robot config control_dt = 0\.01, but .* says 0\.02"):
+        train(cfg, task=RobotTask(robot=robot), resume=tmp_path / "run", progress=False)
+    assert (tmp_path / "run" / "config.yaml").read_text() == config_yaml
+
+    payload = pickle.loads(path.read_bytes())
+    del payload["robot"]  # a checkpoint saved before checkpoints carried the robot config
+    (tmp_path / "old.pkl").write_bytes(pickle.dumps(payload))
+    check_checkpoint_robot(load_checkpoint(tmp_path / "old.pkl"), robot)
