@@ -12,6 +12,7 @@ from bcg_robot.config import RobotConfig
 from bcg_robot.errors import BCGInputError
 
 from bcg_policy_node.interfaces.robot_interface import INTERFACE_KINDS
+from bcg_policy_node.node.parameters import declare_startup_parameter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +28,7 @@ class InterfaceParams:
     @classmethod
     def declare(cls, node: Node, prefix: str = "") -> "InterfaceParams":
         defaults = cls()
-        values = {f.name: node.declare_parameter(prefix + f.name, getattr(defaults, f.name)).value
+        values = {f.name: declare_startup_parameter(node, prefix + f.name, getattr(defaults, f.name))
                   for f in dataclasses.fields(cls)}
         params = cls(**values)
         params.validate(node.get_name())

@@ -1,20 +1,32 @@
-"""Node parameters given on the command line or by launch that the node never declared.
+"""Node parameters: read once at start-up, and none the node did not declare.
 
 rclpy drops an override whose name the node does not declare, so a typo
 (``deadman_timout_s:=0.5``) would run with the default (here: no deadman). Every node
 of this package refuses them after declaring its own, with a one-line error (exit 2).
+
+The nodes read their parameters once, when they start, and validate them there. A
+parameter changed at run time (``ros2 param set``) would be reported as set and never be
+used (a new policy path, a NaN deadman timeout): so every parameter is declared read-only,
+and rclpy refuses the change ("read-only parameter"). Restart the node to change one.
 """
 
 from __future__ import annotations
 
 import difflib
 
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
 from bcg_robot.errors import BCGInputError
 
 # consumed when a publisher or subscription is created (rclpy's QoS overrides), not declared up front
 _CONSUMED_LATER = ("qos_overrides.",)
+
+
+def declare_startup_parameter(node: Node, name: str, default):
+    """Declare ``name`` read-only with ``default`` (its type is the parameter's) and return its value."""
+    descriptor = ParameterDescriptor(read_only=True, description="read once at start-up: restart the node to change it")
+    return node.declare_parameter(name, default, descriptor).value
 
 
 def undeclared_parameters(node: Node) -> list[str]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -55,7 +56,7 @@ from bcg_robot.wire import LowCommand
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
-from bcg_policy_node.node.parameters import reject_undeclared_parameters
+from bcg_policy_node.node.parameters import declare_startup_parameter, reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.node.tick_timing import TickTiming
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
@@ -65,16 +66,16 @@ from bcg_policy_node.safety.faults import Fault
 class PolicyNode(LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(api.NODE_NAME, **kwargs)
-        self.policy_path = self.declare_parameter("policy_path", "").value
-        self.robot_config_path = self.declare_parameter("robot_config", str(DEFAULT_ROBOT_CONFIG)).value
-        self.safety_config_path = self.declare_parameter("safety_config", str(DEFAULT_SAFETY_CONFIG)).value
+        self.policy_path = declare_startup_parameter(self, "policy_path", "")
+        self.robot_config_path = declare_startup_parameter(self, "robot_config", str(DEFAULT_ROBOT_CONFIG))
+        self.safety_config_path = declare_startup_parameter(self, "safety_config", str(DEFAULT_SAFETY_CONFIG))
         self.interface_params = InterfaceParams.declare(self)
-        self.deadman_timeout = float(self.declare_parameter("deadman_timeout_s", 0.0).value)
+        self.deadman_timeout = float(declare_startup_parameter(self, "deadman_timeout_s", 0.0))
         # the sentinel (a second process) must be WATCHING with a fresh heartbeat before the node
         # leaves PASSIVE, and outside PASSIVE/DAMP its silence trips DAMP (0: not required)
-        self.sentinel_timeout = float(self.declare_parameter("sentinel_timeout_s", 1.0).value)
-        self.diagnostics_period = float(self.declare_parameter("diagnostics_period_s", 1.0).value)
-        self.autostart = bool(self.declare_parameter("autostart", False).value)
+        self.sentinel_timeout = float(declare_startup_parameter(self, "sentinel_timeout_s", 1.0))
+        self.diagnostics_period = float(declare_startup_parameter(self, "diagnostics_period_s", 1.0))
+        self.autostart = bool(declare_startup_parameter(self, "autostart", False))
         reject_undeclared_parameters(self)
         if not self.policy_path:
             raise BCGInputError("policy_node", "parameter 'policy_path' is required (an ONNX policy file)")
@@ -160,10 +161,16 @@ class PolicyNode(LifecycleNode):
             policy = OnnxPolicy.load(Path(self.policy_path), robot)
             ControlLoop(robot, policy, safety, self.deadman_timeout, self.sentinel_timeout)  # validates gains and soft limits
             interface = open_interface(self, self.interface_params, robot, self._state_group, role="node")
-        except BCGInputError as err:
-            self.configure_error = str(err)
+        except Exception as err:  # noqa: BLE001 - whatever stops configure, its reason is the operator's to read
+            # An input error is one line naming the file. Anything else (an input no check
+            # foresaw, a DDS failure) would reach rclpy, which logs only that the transition
+            # raised: its type and message are the reason, its stack is logged at debug level.
+            # Nothing was opened (the interface is the last step), so the node stays unconfigured.
+            self.configure_error = str(err) if isinstance(err, BCGInputError) else f"{type(err).__name__}: {err}"
+            if not isinstance(err, BCGInputError):
+                self.get_logger().debug(traceback.format_exc())
             if not self._autostarting:  # autostart prints it once, as the process's exit reason
-                self.get_logger().error(f"configure failed: {err}")
+                self.get_logger().error(f"configure failed: {self.configure_error}")
             return TransitionCallbackReturn.FAILURE
         with self._lock:
             self.robot, self.safety, self.policy, self.interface = robot, safety, policy, interface

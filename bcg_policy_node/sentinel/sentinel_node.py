@@ -33,7 +33,7 @@ from bcg_robot.wire import LowCommand
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
-from bcg_policy_node.node.parameters import reject_undeclared_parameters
+from bcg_policy_node.node.parameters import declare_startup_parameter, reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.sentinel.sentinel_watch import (DEFAULT_TIMEOUT_S, SentinelState, SentinelWatch, stall_order_error,
                                                          timing_error)
@@ -42,11 +42,11 @@ from bcg_policy_node.sentinel.sentinel_watch import (DEFAULT_TIMEOUT_S, Sentinel
 class SentinelNode(Node):
     def __init__(self, **kwargs):
         super().__init__(api.SENTINEL_NODE_NAME, **kwargs)
-        robot_path = self.declare_parameter("robot_config", str(DEFAULT_ROBOT_CONFIG)).value
-        safety_path = self.declare_parameter("safety_config", str(DEFAULT_SAFETY_CONFIG)).value
-        self.timeout = float(self.declare_parameter("timeout_s", DEFAULT_TIMEOUT_S).value)
-        self.check_period = float(self.declare_parameter("check_period_s", 0.005).value)
-        self.send_period = float(self.declare_parameter("damping_period_s", 0.02).value)
+        robot_path = declare_startup_parameter(self, "robot_config", str(DEFAULT_ROBOT_CONFIG))
+        safety_path = declare_startup_parameter(self, "safety_config", str(DEFAULT_SAFETY_CONFIG))
+        self.timeout = float(declare_startup_parameter(self, "timeout_s", DEFAULT_TIMEOUT_S))
+        self.check_period = float(declare_startup_parameter(self, "check_period_s", 0.005))
+        self.send_period = float(declare_startup_parameter(self, "damping_period_s", 0.02))
         params = InterfaceParams.declare(self)
         reject_undeclared_parameters(self)
         problem = timing_error(self.timeout, self.check_period)

@@ -190,3 +190,33 @@ def test_commands_of_other_writers_seen_while_inactive_are_bounded(node):
     assert seen[0].t >= newest_from  # the oldest 500 were dropped, the newest kept
     assert node.interface.take_commands() == []
     assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+
+
+def test_parameters_are_read_only_and_a_change_at_run_time_is_refused(node):
+    """The node reads its parameters once: a change at run time would be reported as set and
+    never used (the next configure would load the old policy with the old timeouts)."""
+    for parameter in (Parameter("policy_path", value="/tmp/another.onnx"), Parameter("deadman_timeout_s", value=float("nan")),
+                      Parameter("sentinel_timeout_s", value=0.0), Parameter("kind", value="unitree_sdk")):
+        result, = node.set_parameters([parameter])
+        assert not result.successful and "read-only" in result.reason, (parameter.name, result)
+        assert node.get_parameter(parameter.name).value != parameter.value
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+    assert node.policy is not None and node.interface.kind == "ros2"
+
+
+def test_configure_reports_the_reason_of_an_error_no_check_foresaw(node, monkeypatch):
+    """rclpy turns an exception in a transition into ERROR and logs only that it raised: the
+    operator (and autostart's exit line) would learn nothing. Configure fails with the reason."""
+    from bcg_policy_node.node import policy_node
+
+    before = local_entities(node)
+
+    def failing_interface(*args, **kwargs):
+        raise OSError("no such network interface 'enp9s9'")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(policy_node, "open_interface", failing_interface)
+        assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    assert node.configure_error == "OSError: no such network interface 'enp9s9'"
+    assert local_entities(node) == before and node.interface is None
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
