@@ -1,10 +1,15 @@
 """``sim_bridge``: the MuJoCo G1 behind the robot's interfaces (console script and ROS 2 node).
 
-The physics loop runs in the main thread, paced against a monotonic deadline (or as
+The physics loop runs in a thread of its own, paced against a monotonic deadline (or as
 fast as possible with simulated time on ``/clock``); an executor thread serves the
 command subscription (``ros2``) and the simulator-control topics. Parameters: ``config``
 (YAML, see ``config/sim_bridge.yaml``) and every scalar key of that file, which
 overrides it. On exit it writes the run's trajectory log if ``log_path`` is set.
+
+The process is the policy node's (:func:`bcg_policy_node.node.spin.run_node`): ROS
+arguments rcl cannot parse, a parameter of the wrong type, a bad input file or a network
+interface the Unitree SDK cannot open are a one-line error and exit status 2, before any
+state is published; SIGINT or SIGTERM, or the end of a ``duration_s`` run, stop it.
 
 Tests and benchmarks use the same process as their robot: state faults on ``sim/inject``
 (:mod:`bcg_sim_bridge.state_faults`), counters on ``sim/status``, and with
@@ -15,25 +20,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
 import threading
 import time
 
 import numpy as np
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Bool, Float64, Float64MultiArray, String, UInt16
 
 from bcg_robot.config import load_robot_config
-from bcg_robot.errors import BCGInputError
 from bcg_robot.wire import TRANSPORT_ROS2, LowCommand
 from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping
-from bcg_policy_node.node.parameters import reject_undeclared_parameters
+from bcg_policy_node.node.parameters import declare_startup_parameter, reject_undeclared_parameters
+from bcg_policy_node.node.spin import run_node
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, BridgeConfig
 from bcg_sim_bridge.pacing import RealtimePacer, StateThinning
 from bcg_sim_bridge.physics import BridgePhysics
@@ -53,11 +54,11 @@ class SimBridgeNode(Node):
     def __init__(self, stop_event: threading.Event | None = None):
         super().__init__("sim_bridge")
         self.stop_event = stop_event or threading.Event()
-        path = self.declare_parameter("config", str(DEFAULT_BRIDGE_CONFIG)).value
+        path = declare_startup_parameter(self, "config", str(DEFAULT_BRIDGE_CONFIG))
         data = read_yaml_mapping(path)
         defaults = from_mapping(BridgeConfig, data, str(path))
         for name in SCALAR_PARAMETERS:
-            data[name] = self.declare_parameter(name, getattr(defaults, name)).value
+            data[name] = declare_startup_parameter(self, name, getattr(defaults, name))
         reject_undeclared_parameters(self)
         self.cfg: BridgeConfig = from_mapping(BridgeConfig, data, f"{path} (+ node parameters)")
         self.robot = load_robot_config(self.cfg.robot_config_path())
@@ -93,6 +94,8 @@ class SimBridgeNode(Node):
         self.diverged = False
         self.step_compute_s: list[float] = []
         self.events: list[tuple[float, str]] = []
+        self._physics_thread: threading.Thread | None = None
+        self._physics_failure: BaseException | None = None
         self.get_logger().info(
             f"G1 '{self.robot.name}' at {1 / self.cfg.physics_dt:.0f} Hz, interface {self.cfg.interface}, "
             f"state {self.cfg.state_rate_hz:.0f} Hz, realtime factor {self.cfg.realtime_factor}, "
@@ -190,6 +193,30 @@ class SimBridgeNode(Node):
                 self.step_compute_s.append(time.perf_counter() - t0)
             pacer.wait_next()
 
+    def start_physics(self) -> None:
+        """Run :meth:`run` in a thread of its own (run_node's ``start``; it spins the executor meanwhile)."""
+        self._physics_thread = threading.Thread(target=self._run_physics, name="physics", daemon=True)
+        self._physics_thread.start()
+
+    def _run_physics(self) -> None:
+        try:
+            self.run()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the main thread by finish()
+            self._physics_failure = err
+        self.stop_event.set()  # the run ended by itself (duration_s, divergence, an error): the process stops
+
+    def finish(self) -> None:
+        """Stop the physics loop, write the trajectory log, close the interface (run_node's ``close``)."""
+        self.stop_event.set()
+        if self._physics_thread is not None:
+            self._physics_thread.join()
+        try:
+            if self._physics_failure is not None:
+                raise self._physics_failure
+            self.save_log()
+        finally:
+            self.interface.close()
+
     def save_log(self) -> None:
         if self.recorder is None:
             return
@@ -212,33 +239,9 @@ class SimBridgeNode(Node):
 
 
 def main(args=None) -> int:
-    stop = threading.Event()
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    node = None
-    executor = SingleThreadedExecutor()
-    spinner = None
-    code = 0
-    try:
-        node = SimBridgeNode(stop)
-        executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, name="bridge_executor", daemon=True)
-        spinner.start()
-        node.run()
-        node.save_log()
-    except BCGInputError as err:
-        print(f"sim_bridge: error: {err}", flush=True)
-        code = 2
-    finally:
-        executor.shutdown()
-        if spinner is not None:
-            spinner.join(timeout=5.0)
-        if node is not None:
-            node.interface.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    stop = threading.Event()  # SIGINT, SIGTERM, or the physics loop's own end
+    return run_node("sim_bridge", lambda: SimBridgeNode(stop), args, start=lambda node: node.start_physics(),
+                    close=lambda node: node.finish(), stop=stop)
 
 
 if __name__ == "__main__":

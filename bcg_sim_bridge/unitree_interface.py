@@ -12,13 +12,14 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher, ChannelSubscriber
+from unitree_sdk2py.core.channel import ChannelPublisher, ChannelSubscriber
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
 from bcg_robot.remote import BUTTON_BITS, RemoteState
 from bcg_robot.unitree_hg import (CommandVerdict, LowStateSample, check_low_cmd, new_low_state, pack_low_state,
                                   unpack_low_cmd)
 from bcg_robot.wire import UNITREE_COMMAND_TOPIC, UNITREE_MODE_MACHINE_29DOF, UNITREE_STATE_TOPIC, LowCommand
+from bcg_policy_node.interfaces.unitree_sdk_interface import init_channel_factory
 from bcg_sim_bridge.interfaces import CommandSink, InterfaceCounters
 from bcg_sim_bridge.physics import BridgeState
 
@@ -61,7 +62,7 @@ def state_sample(state: BridgeState, remote: RemoteState, mode_machine: int = UN
 class UnitreeSdkBridgeInterface:
     def __init__(self, domain_id: int, network_interface: str, num_joints: int, on_command: CommandSink,
                  mode_machine: int = UNITREE_MODE_MACHINE_29DOF):
-        ChannelFactoryInitialize(domain_id, network_interface)
+        init_channel_factory(domain_id, network_interface)  # the SDK's bare Exception as a one-line SdkInterfaceError
         self.counters = InterfaceCounters()
         self._num_joints = num_joints
         self._mode_machine = mode_machine

@@ -15,9 +15,9 @@ from rclpy.signals import SignalHandlerOptions
 from bcg_robot.errors import BCGInputError
 
 
-def install_stop_signals() -> threading.Event:
-    """SIGINT and SIGTERM set the returned event (rclpy's own handlers must be off)."""
-    stop = threading.Event()
+def install_stop_signals(stop: threading.Event | None = None) -> threading.Event:
+    """SIGINT and SIGTERM set the returned event (``stop``, or a new one; rclpy's own handlers must be off)."""
+    stop = stop if stop is not None else threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     return stop
@@ -53,11 +53,13 @@ def run_node(
     args=None,
     close: Callable[[Any], None] | None = None,
     start: Callable[[Any], str | None] | None = None,
+    stop: threading.Event | None = None,
 ) -> int:
     """``main()`` of a single-node process: init rclpy with our own stop signals, build the
     node (a bad parameter or input file is a one-line error and exit status 2), run
     ``start(node)`` (it returns an error message to exit with status 2, or None), spin in a
-    single-threaded executor until SIGINT/SIGTERM, then ``close(node)``, destroy, shut down."""
+    single-threaded executor until SIGINT/SIGTERM, then ``close(node)``, destroy, shut down.
+    ``stop``: the event the signals set, for a process that also ends by itself (setting it)."""
     # a crash in native code (rclpy's or DDS's teardown once segfaulted after a one-line error,
     # under CI load) leaves the Python stack on stderr instead of only a -11
     faulthandler.enable()
@@ -66,7 +68,7 @@ def run_node(
     except Exception as err:  # noqa: BLE001 - rcl's RCLError: arguments it cannot parse ('-p name:=')
         print(f"{name}: error: ROS arguments: {str(err).splitlines()[0]}", flush=True)
         return 2
-    stop = install_stop_signals()
+    stop = install_stop_signals(stop)
     try:
         node = make_node()
     except (BCGInputError, ParameterException) as err:

@@ -1,4 +1,5 @@
-"""The sim bridge as a process over real DDS: ros2 commands kept when they stop, bad CRCs dropped."""
+"""The sim bridge as a process over real DDS: ros2 commands kept when they stop, bad CRCs dropped,
+bad parameters a one-line error."""
 
 import os
 import signal
@@ -21,12 +22,16 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _start_bridge(tmp_path, **params):
+def _bridge_argv(**params) -> list[str]:
     argv = [sys.executable, "-m", "bcg_sim_bridge.bridge_node", "--ros-args"]
-    for k, v in {"log_path": str(tmp_path / "bridge.npz"), **params}.items():
+    for k, v in params.items():
         argv += ["-p", f"{k}:={v}"]
-    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return argv
+
+
+def _start_bridge(tmp_path, **params):
+    return subprocess.Popen(_bridge_argv(log_path=tmp_path / "bridge.npz", **params), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def _stop(proc):
@@ -117,3 +122,29 @@ def test_unitree_bridge_drops_and_counts_bad_crc(tmp_path):
     assert stiff.any()
     robot = load_robot_config()
     assert np.abs(log.cmd_q[stiff] - robot.default_q).max() < 1e-5
+
+
+def test_a_duration_run_ends_by_itself_and_writes_its_log(tmp_path):
+    """Physics runs in its own thread beside run_node's executor; at duration_s the process stops as on SIGTERM."""
+    run = subprocess.run(_bridge_argv(log_path=tmp_path / "bridge.npz", realtime_factor=0.0, duration_s=0.5), cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    log = BridgeLog.load(tmp_path / "bridge.npz")
+    assert log.pacing["steps"] == 250 and log.counters["states_sent"] > 0
+
+
+@pytest.mark.parametrize("params, message", [
+    # an integer where a float is declared: refused as by every ROS 2 node (write 0.0), not a traceback
+    ({"realtime_factor": 0}, "parameter 'realtime_factor' to '0' of type 'INTEGER', expecting type 'DOUBLE'"),
+    ({"physics_dt": ""}, "ROS arguments: failed to initialize rcl: Couldn't parse parameter override rule"),  # RCLError
+    # the Unitree SDK's bare Exception from ChannelFactoryInitialize
+    ({"interface": "unitree_sdk", "domain_id": 2 + (os.getpid() + 103) % 200, "network_interface": "nosuchnic0"},
+     "unitree_sdk: cannot open DDS domain"),
+])
+def test_bad_parameters_are_one_line_errors_with_exit_status_2(tmp_path, params, message):
+    run = subprocess.run(_bridge_argv(log_path=tmp_path / "bridge.npz", **params), cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    errors = [line for line in run.stdout.splitlines() if line.startswith("sim_bridge: error:")]
+    assert run.returncode == 2 and len(errors) == 1 and message in errors[0], run.stdout[-2000:] + run.stderr[-2000:]
+    assert "Traceback" not in run.stdout + run.stderr
+    assert not (tmp_path / "bridge.npz").exists()  # no physics ran
