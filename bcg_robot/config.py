@@ -68,6 +68,8 @@ class RobotConfig:
     source: str = dataclasses.field(default="<robot config>", compare=False)
 
     def validate(self) -> None:
+        if not self.mjcf.distribution.strip():  # importlib.metadata refuses '' with a bare ValueError
+            raise ConfigError(self.source, "key 'mjcf.distribution': empty (the package with the MJCF, e.g. 'mjlab')")
         n = len(self.joint_names)
         if n == 0:
             raise ConfigError(self.source, "key 'joint_names': empty")

@@ -102,7 +102,7 @@ class PolicyContract:
                     value = int(raw)
                 else:
                     value = raw
-            except (ValueError, TypeError) as err:
+            except (ValueError, TypeError, OverflowError) as err:  # OverflowError: an integer beyond the float range
                 raise ContractError(source, f"policy metadata '{field.name}' is malformed: {err}") from None
             values[field.name] = value
         contract = cls(**values)

@@ -1,13 +1,16 @@
 """Where the package's shared files (config/, models/, launch/) are.
 
 In a source checkout they sit at the repository root; after ``colcon build`` or on a
-robot PC they are installed under ``share/bcg_policy_node``.
+robot PC they are installed under ``share/bcg_policy_node``. :func:`output_dir` makes a
+CLI's output folder, a file in its way being bad input.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from bcg_robot.errors import BCGInputError
 
 PACKAGE = "bcg_policy_node"
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
@@ -37,3 +40,16 @@ def resolve_share_path(path: str) -> Path:
     else the shared file of that name (``models/motions/jump.csv`` from any directory)."""
     p = Path(path)
     return p if p.is_absolute() or p.exists() else share_file(path)
+
+
+def output_dir(path: str | Path, option: str) -> Path:
+    """``path`` created (with its parents) as a folder to write into; a file in its place (or in
+    place of a folder above it) is a :class:`BCGInputError` naming it and the ``option`` it came from."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise BCGInputError(path, f"exists and is not a directory ({option})") from None
+    except OSError as err:  # a file where a folder above it should be, no permission
+        raise BCGInputError(path, f"cannot create this directory ({option}): {err.strerror}") from None
+    return path

@@ -50,6 +50,8 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(path, f"invalid YAML{where}: {getattr(err, 'problem', err)}") from None
+    except ValueError as err:  # PyYAML's int() of a literal over Python's 4300-digit limit
+        raise ConfigError(path, f"invalid YAML: {str(err).split(';')[0]}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -104,9 +106,13 @@ def _convert(value: Any, tp: Any, key: str, source: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(source, f"key '{key}': expected a number, got {value!r}")
-        if not math.isfinite(value):  # .nan passes every 'x <= 0' check after it; no key means 'no limit' by .inf
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range (YAML reads '1000...0' as an int)
+            raise ConfigError(source, f"key '{key}': expected a finite number, got an integer too large") from None
+        if not math.isfinite(number):  # .nan passes every 'x <= 0' check after it; no key means 'no limit' by .inf
             raise ConfigError(source, f"key '{key}': expected a finite number, got {value!r}")
-        return float(value)
+        return number
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(source, f"key '{key}': expected an integer, got {value!r}")
@@ -121,7 +127,7 @@ def _convert(value: Any, tp: Any, key: str, source: str) -> Any:
 def _build(cls: type[T], data: dict[str, Any], source: str, prefix: str = "") -> T:
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(data) - set(fields))
+    unknown = sorted(set(data) - set(fields), key=str)  # YAML keys need not be strings ('1: 2')
     if unknown:
         raise ConfigError(source, f"unknown key '{prefix}{unknown[0]}' (allowed: {', '.join(sorted(fields))})")
     kwargs = {}

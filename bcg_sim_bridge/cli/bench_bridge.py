@@ -13,6 +13,7 @@ import os
 import random
 from pathlib import Path
 
+from bcg_robot.cli.arguments import positive_float
 from bcg_robot.wire import TRANSPORTS
 from bcg_sim_bridge.bench.bridge_speed import bridge_process, physics_only, print_rows, sim2sim_wall
 
@@ -20,7 +21,7 @@ from bcg_sim_bridge.bench.bridge_speed import bridge_process, physics_only, prin
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-bench-bridge", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sim-seconds", type=float, default=5.0, help="simulated time per bridge measurement")
+    parser.add_argument("--sim-seconds", type=positive_float, default=5.0, help="simulated time per bridge measurement")
     parser.add_argument("--state-hz", type=float, default=250.0, help="state messages per second (robot: 500)")
     parser.add_argument("--no-sim2sim", action="store_true", help="skip the sim-to-sim wall-time measurement")
     parser.add_argument("--out", default="runs/bench_bridge.json")

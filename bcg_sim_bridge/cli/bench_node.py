@@ -10,17 +10,20 @@ import argparse
 import json
 from pathlib import Path
 
+from bcg_robot.cli.arguments import positive_float
+from bcg_robot.errors import exit_on_input_error
+from bcg_robot.paths import output_dir
 from bcg_robot.wire import TRANSPORT_ROS2, TRANSPORTS
 from bcg_sim_bridge.bench.node_timing import NodeBenchSettings, plot, print_table, run_node_benchmark
 
 
 def parse_args(argv: list[str] | None) -> NodeBenchSettings:
     parser = argparse.ArgumentParser(prog="bcg-bench-node", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of policy running to time (default 60)")
+    parser.add_argument("--duration", type=positive_float, default=60.0, help="seconds of policy running to time (default 60)")
     parser.add_argument("--interface", choices=TRANSPORTS, default=TRANSPORT_ROS2)
     parser.add_argument("--no-physics", action="store_true",
                         help="the bridge's G1 stays at the default pose (frozen_pose) instead of MuJoCo physics")
-    parser.add_argument("--state-rate", type=float, default=500.0, help="robot state rate, Hz (default 500)")
+    parser.add_argument("--state-rate", type=positive_float, default=500.0, help="robot state rate, Hz (default 500)")
     parser.add_argument("--sdk-domain", type=int, default=171, help="unitree_sdk DDS domain (keep it off the ROS domain)")
     parser.add_argument("--out-dir", default="bench_node_out", help="where JSON, PNG and process logs go")
     args = parser.parse_args(argv)
@@ -30,6 +33,8 @@ def parse_args(argv: list[str] | None) -> NodeBenchSettings:
 
 def main(argv: list[str] | None = None) -> int:
     settings = parse_args(argv)
+    with exit_on_input_error("bcg-bench-node"):
+        output_dir(settings.out_dir, "--out-dir")
     result = run_node_benchmark(settings)
     out = settings.out_dir
     print_table(result)

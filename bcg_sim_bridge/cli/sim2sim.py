@@ -11,9 +11,10 @@ are measured against the policy's reference motion (the clip its contract names,
 phase), or the default pose for a policy without one. ``--policy all`` runs the
 scenarios for every ``models/*.onnx`` in turn (a report section and subfolder each).
 Exit status 1 on a fall, an unexpected trip or a scenario that did not end as expected
-(for any policy); 2 on bad input (a policy, a reference clip: before any process
-starts); 3 when only the test rig failed (a probe that left no report: a harness error,
-retried under ``--attempts``, as are attempts whose bridge ran below 0.9x real time).
+(for any policy); 2 on bad input (a policy, a reference clip, a safety config the node
+would refuse, an --out that is a file: before any process starts); 3 when only the test
+rig failed (a probe that left no report: a harness error, retried under ``--attempts``,
+as are attempts whose bridge ran below 0.9x real time).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import ConfigError, ContractError, exit_on_input_error
 from bcg_robot.motion_csv import MotionError, load_motion_csv
 from bcg_robot.onnx_policy import OnnxPolicy
-from bcg_robot.paths import share_file
+from bcg_robot.paths import output_dir, share_file
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, INTERFACES, load_bridge_config
 from bcg_sim_bridge.policies import resolve_policies
 from bcg_sim_bridge.sim2sim.analysis import DEFAULT_POSE_REFERENCE, RunReference
@@ -103,12 +104,17 @@ class SafetyChoice(NamedTuple):
     sentinel_timeout_s: float  # 0: the sentinel's default
 
 
-def _safety_config(path: str, stale_periods: float, control_dt: float, out: Path) -> SafetyChoice:
+def _safety_config(path: str, stale_periods: float, robot: RobotConfig, policies: list[OnnxPolicy],
+                   out: Path) -> SafetyChoice:
     """The safety config of the run (``--stale-periods`` > 0 relaxes it) and the sentinel's
     timeout: a stale limit past the sentinel's default timeout gets a sentinel that waits one
     control period longer, since a stalled node must trip before the sentinel takes over
-    (the sentinel refuses to start otherwise)."""
+    (the sentinel refuses to start otherwise). A config the node would refuse at configure
+    with any of the run's ``policies`` (the checks of the :class:`ControlLoop` it builds there:
+    a state wait too long for the robot, soft limits that exclude the default pose) is a
+    :class:`ConfigError` or :class:`ContractError` here, before any process starts."""
     from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
+    from bcg_policy_node.safety.control_loop import ControlLoop
     from bcg_policy_node.sentinel.sentinel_watch import DEFAULT_TIMEOUT_S, stall_order_error
     from bcg_robot.yaml_dataclass import dump_dataclass
 
@@ -121,6 +127,9 @@ def _safety_config(path: str, stale_periods: float, control_dt: float, out: Path
         source = str(dump_dataclass(cfg, out / "safety.yaml"))
     else:
         described = f"{source} (stale after {cfg.stale_periods:g} periods)"
+    for policy in policies:  # what the node's configure checks: the ControlLoop it builds validates the config
+        ControlLoop(robot, policy, cfg)
+    control_dt = robot.control_dt
     stale_limit = cfg.stale_after(control_dt)
     if stall_order_error(DEFAULT_TIMEOUT_S, stale_limit) is None:
         return SafetyChoice(source, described, 0.0)
@@ -130,14 +139,19 @@ def _safety_config(path: str, stale_periods: float, control_dt: float, out: Path
 
 @dataclasses.dataclass(frozen=True)
 class PolicyRun:
-    """One policy of a run, validated before any process starts: its file, contract, reference and report folder."""
+    """One policy of a run, validated before any process starts: its file, the policy as the node loads it
+    (contract, gains), its reference and report folder."""
 
     path: Path
     origin: str
-    contract: PolicyContract
+    policy: OnnxPolicy
     reference: RunReference
     reference_note: str
     out_dir: Path
+
+    @property
+    def contract(self) -> PolicyContract:
+        return self.policy.contract
 
     @property
     def label(self) -> str:
@@ -197,21 +211,20 @@ def validate_policies(args: argparse.Namespace, robot: RobotConfig, out: Path) -
     for (path, origin), folder in zip(chosen, _policy_dirs([p for p, _ in chosen], out)):
         # the node's own loader: graph signature, contract, gains (a bad file is exit 2 here,
         # with the reason the node would give, before any process starts)
-        contract = OnnxPolicy.load(path, robot).contract
-        reference, note = load_reference(contract, path, robot, args.reference, models_dir)
-        runs.append(PolicyRun(path, origin, contract, reference, note, folder))
+        policy = OnnxPolicy.load(path, robot)
+        reference, note = load_reference(policy.contract, path, robot, args.reference, models_dir)
+        runs.append(PolicyRun(path, origin, policy, reference, note, folder))
     return runs
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    out = Path(args.out or f"runs/sim2sim/{time.strftime('%Y%m%d-%H%M%S')}")
-    out.mkdir(parents=True, exist_ok=True)
     with exit_on_input_error("bcg-sim2sim"):
+        out = output_dir(args.out or f"runs/sim2sim/{time.strftime('%Y%m%d-%H%M%S')}", "--out")
         robot = load_robot_config(args.robot_config)
         bridge_cfg = _check_bridge_config(args.bridge_config, args.physics_hz)
         policies = validate_policies(args, robot, out)
-        safety = _safety_config(args.safety_config, args.stale_periods, robot.control_dt, out)
+        safety = _safety_config(args.safety_config, args.stale_periods, robot, [run.policy for run in policies], out)
     if args.soak > 0 and len(policies) > 1:
         print(f"bcg-sim2sim: error: --soak runs one policy, this run has {len(policies)}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # offscreen rendering without a displ
 
 import numpy as np
 
+from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_int
 from bcg_robot.config import load_robot_config
 from bcg_robot.metrics import FALL_HEIGHT_M
 from bcg_robot.errors import ContractError, exit_on_input_error
@@ -99,9 +100,9 @@ class _VideoRecorder:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-eval", description=__doc__.splitlines()[0])
     parser.add_argument("policy", type=Path, help="ONNX policy exported by bcg-export")
-    parser.add_argument("--seeds", type=int, default=5, help="number of rollouts (seeds first-seed, first-seed + 1, ...)")
-    parser.add_argument("--first-seed", type=int, default=0, help="first seed; choose checkpoints on one range, report on another")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds per rollout")
+    parser.add_argument("--seeds", type=positive_int, default=5, help="number of rollouts (seeds first-seed, first-seed + 1, ...)")
+    parser.add_argument("--first-seed", type=nonnegative_int, default=0, help="first seed; choose checkpoints on one range, report on another")
+    parser.add_argument("--duration", type=positive_float, default=10.0, help="seconds per rollout")
     parser.add_argument("--motion", type=Path, default=None, help="reference CSV (default: models/motions/<motion id>.csv)")
     parser.add_argument("--train-config", type=Path, default=None, help="training config (DR ranges, contact; default: <policy>.train.yaml)")
     parser.add_argument("--no-dr", action="store_true", help="evaluate without domain randomization")
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     with exit_on_input_error(parser.prog):
-        from bcg_robot.paths import share_file
+        from bcg_robot.paths import output_dir, share_file
         from bcg_robot.onnx_policy import OnnxPolicy
         from bcg_train.evaluate.rollout import rollout
         from bcg_train.learn.config import TrainConfig, load_train_config
@@ -133,8 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         if contract.motion_id == "default_pose" and args.motion is None:
             motion = share_file("models/motions/stand.csv")
         reference = load_reference_motion(motion, robot)
-        out = args.out or args.policy.parent / f"{args.policy.stem}_{args.baseline or 'eval'}"
-        out.mkdir(parents=True, exist_ok=True)
+        out = output_dir(args.out or args.policy.parent / f"{args.policy.stem}_{args.baseline or 'eval'}", "--out")
         if args.baseline is not None:
             from bcg_train.evaluate.baselines import write_baseline_policy
 

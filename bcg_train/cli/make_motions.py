@@ -19,12 +19,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robot", type=Path, default=None, help="robot config YAML")
     parser.add_argument("motions", nargs="*", default=list(MOTIONS), help=f"which clips ({', '.join(MOTIONS)})")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.motions if name not in MOTIONS]
+    if unknown:  # before any clip is written: a typo after a good name must not leave it rewritten
+        parser.error(f"unknown motion '{unknown[0]}' (known: {', '.join(MOTIONS)})")
     with exit_on_input_error(parser.prog):
         cfg = load_robot_config(args.robot) if args.robot else load_robot_config()
         model = build_model(cfg, "train")
         for name in args.motions:
-            if name not in MOTIONS:
-                parser.error(f"unknown motion '{name}' (known: {', '.join(MOTIONS)})")
             clip = synthesize(name, cfg, model)
             path = write_motion_csv(
                 args.out / f"{name}.csv", clip,

@@ -31,7 +31,8 @@ import re
 import time
 from pathlib import Path
 
-from bcg_robot.errors import ContractError, exit_on_input_error
+from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_int
+from bcg_robot.errors import BCGInputError, ContractError, exit_on_input_error
 
 # flight_s: the mean over seeds of the longest time with both feet off the floor (s; bcg-eval's
 # longest_flight_s_mean), so a jump's hop and flight show in the table; blank in tables written before it
@@ -63,13 +64,24 @@ def best_row(rows: list[dict]) -> dict:
 
 def read_rows(path: Path) -> list[dict]:
     """The table's rows, typed; a column the table lacks (written before it existed) or a blank
-    cell reads as None."""
+    cell reads as None, a cell that is not a number is a :class:`BCGInputError` naming the file."""
     if not path.is_file():
         return []
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    return [{k: None if row.get(k) in (None, "") else (int(row[k]) if k in _INT_FIELDS else float(row[k])) for k in CSV_FIELDS}
-            for row in rows]
+    return [_typed_row(path, line, row) for line, row in enumerate(rows, start=2)]
+
+
+def _typed_row(path: Path, line: int, row: dict) -> dict:
+    typed = {}
+    for k in CSV_FIELDS:
+        cell = row.get(k)
+        try:
+            typed[k] = None if cell in (None, "") else (int(cell) if k in _INT_FIELDS else float(cell))
+        except ValueError:
+            raise BCGInputError(path, f"line {line}: column '{k}' is {cell!r}, not "
+                                      f"{'an integer' if k in _INT_FIELDS else 'a number'}") from None
+    return typed
 
 
 def write_rows(path: Path, rows: list[dict]) -> None:
@@ -107,17 +119,15 @@ def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-select-checkpoint", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a bcg-train run directory (with checkpoints/), or a bcg-benchmark PPO run (with policies/)")
-    parser.add_argument("--every", type=int, default=50, help="evaluate checkpoints whose iteration is a multiple of this")
-    parser.add_argument("--seeds", type=int, default=20, help="selection seeds per checkpoint")
-    parser.add_argument("--first-seed", type=int, default=0, help="first selection seed (report on other seeds)")
-    parser.add_argument("--duration", type=float, default=8.0, help="seconds per rollout")
+    parser.add_argument("--every", type=positive_int, default=50, help="evaluate checkpoints whose iteration is a multiple of this")
+    parser.add_argument("--seeds", type=positive_int, default=20, help="selection seeds per checkpoint")
+    parser.add_argument("--first-seed", type=nonnegative_int, default=0, help="first selection seed (report on other seeds)")
+    parser.add_argument("--duration", type=positive_float, default=8.0, help="seconds per rollout")
     parser.add_argument("--watch", action="store_true", help="follow a running bcg-train until it writes summary.json")
     parser.add_argument("--train-config", type=Path, default=None,
                         help="judge every checkpoint under this training config's DR and contact (default: the run's own)")
-    parser.add_argument("--poll-s", type=float, default=30.0, help="seconds between looks at the run directory with --watch")
+    parser.add_argument("--poll-s", type=positive_float, default=30.0, help="seconds between looks at the run directory with --watch")
     args = parser.parse_args(argv)
-    if args.every < 1 or args.seeds < 1 or args.duration <= 0:
-        parser.error("--every and --seeds must be >= 1 and --duration > 0")
 
     with exit_on_input_error(parser.prog):
         started = time.time()  # a summary.json older than this is an earlier run's

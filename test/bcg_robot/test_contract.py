@@ -73,6 +73,9 @@ def test_missing_metadata_is_an_error(robot):
     meta["kp"] = "[1, 2"
     with pytest.raises(ContractError, match="'kp' is malformed"):
         PolicyContract.from_metadata(meta, "x.onnx")
+    meta["kp"] = "[" + ", ".join(["1" + "0" * 400] * robot.num_joints) + "]"  # float() of it: OverflowError
+    with pytest.raises(ContractError, match="x.onnx: policy metadata 'kp' is malformed: int too large"):
+        PolicyContract.from_metadata(meta, "x.onnx")
 
 
 def test_projected_gravity_of_known_orientations():

@@ -77,6 +77,13 @@ def _names_with(index: int, name: str) -> list[str]:
         ({"root_body": "pelv"}, "key 'root_body': 'pelv' is not a body in"),
         ({"action_scale": float("nan")}, "key 'action_scale': expected a finite number, got nan"),  # passed 'x <= 0'
         ({"control_dt": float("inf")}, "key 'control_dt': expected a finite number, got inf"),
+        # an integer beyond the float range: was an OverflowError traceback from math.isfinite
+        ({"control_dt": 10 ** 400}, "key 'control_dt': expected a finite number, got an integer too large"),
+        ({"kp": [10 ** 400] + [100.0] * 28}, "key 'kp[0]': expected a finite number, got an integer too large"),
+        # importlib.metadata refuses '' with a bare ValueError
+        ({"mjcf": {"distribution": "", "path": "g1.xml"}}, "key 'mjcf.distribution': empty"),
+        ({"mjcf": {"distribution": "no_such_robot_package", "path": "g1.xml"}},
+         "robot description package 'no_such_robot_package' is not installed"),
     ],
 )
 def test_config_errors_name_file_and_key(tmp_path, changes, message):
@@ -90,6 +97,17 @@ def test_config_errors_name_file_and_key(tmp_path, changes, message):
     assert text.startswith(str(path) + ": ")
     assert message in text
     assert "\n" not in text
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-2"])
+def test_robot_info_refuses_a_standing_time_that_is_not_positive(value, capsys):
+    from bcg_robot.cli.robot_info import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--stand-seconds", value])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"bcg-robot-info: error: argument --stand-seconds: must be a finite number > 0, got '{value}'")
 
 
 def test_invalid_yaml_and_missing_file(tmp_path):
@@ -107,6 +125,23 @@ def test_invalid_yaml_and_missing_file(tmp_path):
     latin1.write_bytes(b"# caf\xe9\n" + DEFAULT_ROBOT_CONFIG.read_bytes())
     with pytest.raises(ConfigError, match="latin1.yaml: not UTF-8 text"):
         load_robot_config(latin1)
+    huge = tmp_path / "huge.yaml"  # PyYAML's int() refuses over 4300 digits with a bare ValueError
+    text = DEFAULT_ROBOT_CONFIG.read_text()
+    assert "\ncontrol_dt: 0.02\n" in text
+    huge.write_text(text.replace("\ncontrol_dt: 0.02\n", "\ncontrol_dt: 1" + "0" * 5000 + "\n"))
+    with pytest.raises(ConfigError, match=r"huge.yaml: invalid YAML: Exceeds the limit \(4300 digits\)") as info:
+        load_robot_config(huge)
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_keys_of_mixed_types_are_named(tmp_path):
+    """YAML keys need not be strings: 'nmae: x' and '1: 2' could not be sorted together (TypeError)."""
+    path = tmp_path / "robot.yaml"
+    path.write_text(DEFAULT_ROBOT_CONFIG.read_text() + "\nnmae: x\n1: 2\n")
+    with pytest.raises(ConfigError) as info:
+        load_robot_config(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}: unknown key '1' (allowed: ") and "\n" not in text
 
 
 def test_cli_prints_one_line_and_exits_nonzero(tmp_path):

@@ -131,6 +131,37 @@ def test_runs_that_could_not_test_anything_are_exit_2_before_anything_starts(tmp
         assert str(bridge) in line and f"key '{key}'" in line and "without testing" in line, line
 
 
+def test_a_safety_config_the_node_would_refuse_is_exit_2_before_anything_starts(tmp_path):
+    """The node's configure builds a ControlLoop, which checks the safety config against the robot
+    and the policy: refused there, every scenario's node would fail to start and the run report a
+    failure (exit 1). ``--no-nominal`` alone: past these checks the run stops at 'nothing to run'."""
+    out = str(tmp_path / "out")
+    wait = tmp_path / "wait.yaml"
+    wait.write_text("state_wait_periods: 5\n")  # 10 ms of a 20 ms control period waiting for a state
+    line = _one_line(_cli("--safety-config", str(wait), "--no-nominal", "--out", out))
+    assert line.startswith(f"bcg-sim2sim: error: {wait}: keys 'state_wait_periods' x 'state_period_s'"), line
+    margin = tmp_path / "margin.yaml"
+    margin.write_text("joint_limit_margin: 0.4\n")  # the robot's default pose outside the soft limits
+    line = _one_line(_cli("--safety-config", str(margin), "--no-nominal", "--out", out))
+    assert line.startswith(f"bcg-sim2sim: error: {margin}: key 'joint_limit_margin': 0.4 rad"), line
+    # a policy whose default pose is inside the joint limits, but not inside the soft limits of the default config
+    pose = list(ROBOT.default_pose)
+    pose[3] = float(ROBOT.upper[3]) - 0.01
+    near = write_policy(tmp_path / "near_limit.onnx", ROBOT, default_pose=tuple(pose))
+    line = _one_line(_cli("--policy", str(near), "--no-nominal", "--out", out))
+    assert line.startswith(f"bcg-sim2sim: error: {near}: policy default pose of '{ROBOT.joint_names[3]}'"), line
+    assert "soft limits" in line
+
+
+def test_an_out_that_is_a_file_is_exit_2_before_anything_starts(tmp_path):
+    existing = tmp_path / "report"
+    existing.write_text("not a folder\n")
+    line = _one_line(_cli("--out", str(existing)))
+    assert line == f"bcg-sim2sim: error: {existing}: exists and is not a directory (--out)"
+    line = _one_line(_cli("--out", str(existing / "run1")))
+    assert line.startswith(f"bcg-sim2sim: error: {existing / 'run1'}: cannot create this directory (--out)"), line
+
+
 def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_rate=1.0,
                      trip="operator_stop: operator stop") -> dict:
     """``runner._analyse`` on a saved and loaded bridge log of a nominal run that stood and was
@@ -197,12 +228,14 @@ def test_a_stale_limit_past_the_sentinel_timeout_gets_a_sentinel_that_waits_long
     """Whether the limit is relaxed by --stale-periods or by the run's own --safety-config: the
     sentinel would refuse a timeout within it (a stalled node must trip first), and every
     scenario's sentinel would have failed to start."""
+    from bcg_robot.onnx_policy import OnnxPolicy
     from bcg_sim_bridge.cli.sim2sim import _safety_config
 
     dt = ROBOT.control_dt
-    assert _safety_config("", 0.0, dt, tmp_path).sentinel_timeout_s == 0.0  # 60 ms < the default 100 ms
-    relaxed = _safety_config("", 10.0, dt, tmp_path)
+    policies = [OnnxPolicy.load(write_policy(tmp_path / "hold.onnx", ROBOT), ROBOT)]
+    assert _safety_config("", 0.0, ROBOT, policies, tmp_path).sentinel_timeout_s == 0.0  # 60 ms < the default 100 ms
+    relaxed = _safety_config("", 10.0, ROBOT, policies, tmp_path)
     assert relaxed.sentinel_timeout_s == pytest.approx(11 * dt) and "sentinel timeout_s 0.22" in relaxed.description
     own = tmp_path / "slow_safety.yaml"
     own.write_text("stale_periods: 10.0\n")
-    assert _safety_config(str(own), 0.0, dt, tmp_path).sentinel_timeout_s == pytest.approx(11 * dt)
+    assert _safety_config(str(own), 0.0, ROBOT, policies, tmp_path).sentinel_timeout_s == pytest.approx(11 * dt)

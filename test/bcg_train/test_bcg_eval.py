@@ -1,6 +1,8 @@
 """bcg-eval smoke: rolls the shipped policy (or, if none ships, a default-pose export) in the bridge model."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,6 +88,32 @@ def test_eval_rejects_a_missing_training_config(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("bcg-eval: error:") and "gone.yaml" in err and "no such training config" in err and "\n" not in err
     assert not (tmp_path / "out").exists()  # nothing rolled, nothing written
+
+
+def test_eval_refuses_bad_numbers_before_it_imports_jax(tmp_path):
+    """No seed, a negative seed or a NaN duration is argparse's error (exit 2, naming the option) in
+    a fresh process that has not imported JAX yet, not a traceback after the rollouts start."""
+    code = ("import sys\nfrom bcg_train.cli.evaluate import main\n"
+            "for bad in (['--seeds', '0'], ['--first-seed', '-1'], ['--duration', 'nan']):\n"
+            "    try:\n        main([sys.argv[1], '--seeds', '1', '--duration', '0.1', '--out', sys.argv[2], *bad])\n"
+            "    except SystemExit as exc:\n        print(bad[0], exc.code, 'jax' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(_policy(tmp_path)), str(tmp_path / "out")],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.splitlines() == ["--seeds 2 False", "--first-seed 2 False", "--duration 2 False"], proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("bcg-eval: error:")]
+    assert errors == ["bcg-eval: error: argument --seeds: must be an integer >= 1, got '0'",
+                      "bcg-eval: error: argument --first-seed: must be an integer >= 0, got '-1'",
+                      "bcg-eval: error: argument --duration: must be a finite number > 0, got 'nan'"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_out_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys):
+    existing = tmp_path / "out"
+    existing.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        eval_main([str(_policy(tmp_path)), "--seeds", "1", "--duration", "0.1", "--out", str(existing)])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == f"bcg-eval: error: {existing}: exists and is not a directory (--out)"
 
 
 def test_eval_video_comes_with_a_frame_strip(tmp_path):

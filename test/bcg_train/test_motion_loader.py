@@ -23,6 +23,18 @@ def test_shipped_clips_load_and_match_synthesis():
         np.testing.assert_allclose(clip.root_pos, fresh.root_pos, atol=1e-6)
 
 
+def test_make_motions_checks_every_name_before_it_writes_a_clip(tmp_path, capsys):
+    """``bcg-make-motions stand typo`` rewrote stand.csv (with the default --out, the shipped clip) before
+    it refused the typo."""
+    from bcg_train.cli.make_motions import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path), "stand", "typo"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("bcg-make-motions: error: unknown motion 'typo' (known: ")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_trainer_uses_the_robot_packages_codec():
     # one codec: bcg_train.motion and its loader module re-export bcg_robot.motion_csv (format, checks, writer)
     from bcg_robot import motion_csv

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from bcg_robot.errors import BCGInputError
 from bcg_train.cli.select_checkpoint import best_row, due_checkpoints, main, read_rows
 
 
@@ -42,6 +43,17 @@ def test_read_rows_types_and_a_table_from_before_the_flight_column(tmp_path):
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,4,20,1.25,0.5\n")  # written before flight_s
     assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5, "flight_s": None}]
     assert read_rows(tmp_path / "missing.csv") == []
+
+
+def test_a_table_cell_that_is_not_a_number_is_an_input_error_naming_the_file(tmp_path):
+    table = tmp_path / "checkpoints.csv"
+    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm,flight_s\n50,4,20,1.25,0.5,0.125\n100,2,20,abc,0.4,\n")
+    with pytest.raises(BCGInputError) as info:
+        read_rows(table)
+    assert str(info.value) == f"{table}: line 3: column 'e_track_cm' is 'abc', not a number"
+    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,2.5,20,1.0,0.5\n")
+    with pytest.raises(BCGInputError, match="line 2: column 'falls' is '2.5', not an integer"):
+        read_rows(table)
 
 
 def test_an_older_table_gains_the_flight_column_and_keeps_its_rows(tmp_path, monkeypatch):
@@ -84,6 +96,23 @@ def test_bad_run_directory_is_one_line_and_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main([str(tmp_path / "run"), "--every", "50"])
     assert exc.value.code == 2 and "no checkpoint at a multiple of 50" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value, problem", [
+    ("--poll-s", "-1", "must be a finite number > 0, got '-1'"),
+    ("--poll-s", "nan", "must be a finite number > 0, got 'nan'"),
+    ("--duration", "nan", "must be a finite number > 0, got 'nan'"),
+    ("--first-seed", "-1", "must be an integer >= 0, got '-1'"),
+    ("--every", "0", "must be an integer >= 1, got '0'"),
+])
+def test_bad_numbers_are_argparse_errors_naming_the_option(tmp_path, capsys, monkeypatch, option, value, problem):
+    import bcg_train.cli.select_checkpoint as select
+
+    monkeypatch.setattr(select, "WATCH_START_TIMEOUT_S", 0.2)  # were it accepted: the wait for a run that never comes
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "never"), "--watch", option, value])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"bcg-select-checkpoint: error: argument {option}: {problem}"
 
 
 def test_missing_judging_config_is_one_line_and_exit_2(tmp_path, capsys):

@@ -1,0 +1,34 @@
+"""bcg-bench-bridge and bcg-bench-node: a bad argument is a one-line error and exit 2, before any process starts."""
+
+import pytest
+
+from bcg_sim_bridge.cli import bench_bridge, bench_node
+
+
+@pytest.mark.parametrize("value", ["0", "nan"])
+def test_bench_bridge_refuses_a_simulated_time_that_is_not_positive(value, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_bridge.main(["--sim-seconds", value, "--no-sim2sim", "--out", str(tmp_path / "bench.json")])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"bcg-bench-bridge: error: argument --sim-seconds: must be a finite number > 0, got '{value}'")
+    assert not (tmp_path / "bench.json").exists()
+
+
+@pytest.mark.parametrize("option", ["--duration", "--state-rate"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_bench_node_refuses_a_duration_or_state_rate_that_is_not_positive(option, value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_node.parse_args([option, value])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"bcg-bench-node: error: argument {option}: must be a finite number > 0, got '{value}'")
+
+
+def test_bench_node_out_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys):
+    existing = tmp_path / "bench_node_out"
+    existing.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        bench_node.main(["--out-dir", str(existing), "--duration", "1"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == f"bcg-bench-node: error: {existing}: exists and is not a directory (--out-dir)"
