@@ -83,6 +83,10 @@ def retry_reason(result: dict) -> str:
         return result["harness_error"]
     if result.get("spoiled_before_injection"):
         return "a watchdog tripped before the injection"
+    if result.get("stayed_passive"):
+        # seen once under load over unitree_sdk: the sentinel WATCHING for 20 s, the node never heard it;
+        # a defect would stay PASSIVE in every attempt and fail the scenario all the same
+        return "the node never left PASSIVE (it waits for the sentinel's heartbeat and the robot's state): start-up of the rig"
     rtf = result.get("bridge_timing_ms", {}).get("realtime_factor")
     if rtf is not None and rtf < MIN_REALTIME_FACTOR:
         machine = result.get("machine_cpu") or {}
@@ -255,7 +259,8 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     early_trips = [e.text for e in events if e.source == "node_fault" and e.t < cutoff - 1e-3]
     result = {
         "scenario": scenario.name, "interface": interface, "attempt": attempt,
-        "spoiled_before_injection": bool(early_trips), "early_trips": early_trips, "injects": scenario.injects, "expected": scenario.expected,
+        "spoiled_before_injection": bool(early_trips), "early_trips": early_trips,
+        "stayed_passive": "hold" not in marks and final_node_state == "PASSIVE", "injects": scenario.injects, "expected": scenario.expected,
         "error": error, "harness_error": harness_error, "exit_codes": exit_codes, "cpu_share": cpu_share, "machine_cpu": machine, "load_average": os.getloadavg()[0], "final_node_state": final_node_state,
         "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],

@@ -50,6 +50,8 @@ def test_an_attempt_is_retried_only_when_it_says_nothing_about_the_safety_layer(
                            "machine_cpu": {"busy": 0.99, "steal": 0.31}})
     assert "99 % busy, 31 % stolen by the hypervisor" in stolen
     assert retry_reason({"passed": False, "error": "policy node did not reach HOLD"}) == ""  # no bridge log: no figure
+    # a node that never left PASSIVE never heard its inputs (the sentinel, the state): the rig's start-up
+    assert "never left PASSIVE" in retry_reason({"passed": False, "stayed_passive": True, **real_time})
 
 
 def test_machine_cpu_use_reads_busy_and_stolen_shares_from_proc_stat(tmp_path):
