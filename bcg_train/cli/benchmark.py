@@ -42,7 +42,7 @@ from typing import Callable
 import numpy as np
 
 from bcg_robot.errors import BCGInputError, exit_on_input_error
-from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, load_train_config
+from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, config_hash, load_train_config, motion_sha256
 
 METHODS = ("shac_bcg", "shac_stiff", "ppo")
 WINDOW = 5
@@ -92,6 +92,7 @@ def ppo_policy_writer(cfg, ppo_cfg, every: int, policies: Path, start_iteration:
     robot = load_robot_config()
     ref, table = reference_offset_table(cfg, robot)
     steps_per_iteration = ppo_cfg.num_envs * ppo_cfg.rollout_steps
+    provenance = ppo_provenance(config_hash(cfg), motion_sha256(cfg), ppo_cfg.num_envs)
 
     def write(env_steps: int, make_policy, params) -> None:
         iteration = start_iteration + int(env_steps) // steps_per_iteration
@@ -99,18 +100,37 @@ def ppo_policy_writer(cfg, ppo_cfg, every: int, policies: Path, start_iteration:
             path = export_ppo_onnx(policies / f"it{iteration:06d}.onnx", cfg, robot, params, ppo_cfg.action_clip, ref.name, ref.length_s, table)
             dump_dataclass(cfg, path.with_suffix(".train.yaml"))
             with open(policies / f"it{iteration:06d}.params.pkl", "wb") as f:
-                pickle.dump(jax.device_get(params), f)
+                pickle.dump({"params": jax.device_get(params), **provenance}, f)
 
     return write
 
 
-def ppo_resume_point(path: Path) -> tuple[int, object]:
-    """(iteration, brax params) of a ``itNNNNNN.params.pkl`` written by :func:`ppo_policy_writer`."""
+def ppo_provenance(config_hash: str, motion_digest: str | None, num_envs: int) -> dict:
+    """What a PPO parameter file was trained with, which a resumed part must share: the
+    config (hash), the clip's bytes (SHA-256) and the environment count (the env steps of the
+    resumed rows count on from the iteration at that count)."""
+    return {"config_hash": config_hash, "motion_sha256": motion_digest, "num_envs": int(num_envs)}
+
+
+def ppo_resume_point(path: Path, expected: dict | None = None) -> tuple[int, object]:
+    """(iteration, brax params) of a ``itNNNNNN.params.pkl`` written by :func:`ppo_policy_writer`.
+    ``expected``: the resuming run's :func:`ppo_provenance`, which the file's must equal (a file
+    written before they were recorded holds the bare params and is not checked)."""
     match = re.match(r"^it(\d{6})\.params\.pkl$", path.name)
     if not path.is_file() or match is None:
         raise BCGInputError(path, "not a PPO parameter file itNNNNNN.params.pkl written by bcg-benchmark (--resume-ppo)")
-    with open(path, "rb") as f:
-        return int(match.group(1)), pickle.load(f)
+    try:
+        with open(path, "rb") as f:
+            loaded = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
+        raise BCGInputError(path, f"cannot read PPO parameters: {err}") from None
+    if isinstance(loaded, dict) and "params" in loaded:
+        for key, value in (expected or {}).items():
+            if loaded.get(key, value) != value:
+                raise BCGInputError(path, f"written by a run with another {key} ({loaded[key]}, this run {value}): "
+                                          "resume with the task, preset and --ppo-envs it was trained with")
+        loaded = loaded["params"]
+    return int(match.group(1)), loaded
 
 
 class _TimeUp(Exception):
@@ -169,15 +189,48 @@ def method_config(base, method: str, run_dir: Path, eval_every: int):
     return dataclasses.replace(base, run_dir=str(run_dir), task=task, checkpoint_every=eval_every)
 
 
+# what the report reads of every history row
+HISTORY_KEYS = ("env_steps", "wall_s", "tracking_error_m", "reward")
+
+
+def _checked_rows(path: Path, rows, keys: tuple[str, ...] = HISTORY_KEYS) -> list[dict]:
+    """``rows`` when it is a non-empty list of rows that each hold a number under every one of ``keys``;
+    else a :class:`BCGInputError` naming the file."""
+    if not isinstance(rows, list) or not rows:
+        raise BCGInputError(path, "no rows")
+    for i, row in enumerate(rows, start=1):
+        missing = [k for k in keys if not isinstance(row, dict) or not isinstance(row.get(k), (int, float))]
+        if missing:
+            raise BCGInputError(path, f"row {i} has no number under {', '.join(missing)}")
+    return rows
+
+
+def history_from_json(path: Path) -> tuple[list[dict], float]:
+    """A method's ``history.json`` (as :func:`main` writes it) as benchmark rows and its env steps per
+    iteration; a file that is not one (cut short, another JSON) is a :class:`BCGInputError` naming it."""
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError) as err:  # ValueError: JSONDecodeError, UnicodeDecodeError
+        raise BCGInputError(path, f"not readable as JSON: {err}") from None
+    per_iteration = saved.get("steps_per_iteration") if isinstance(saved, dict) else None
+    if not isinstance(per_iteration, (int, float)) or not per_iteration > 0:
+        raise BCGInputError(path, "not a bcg-benchmark history: needs steps_per_iteration (a number > 0) and rows")
+    return _checked_rows(path, saved.get("rows")), per_iteration
+
+
 def history_from_metrics_csv(path: Path) -> tuple[list[dict], int]:
     """A ``bcg-train`` run's ``metrics.csv`` as benchmark rows and its env steps per iteration, so a
     SHAC arm can be a ``bcg-train`` run resumed over several sessions. ``wall_s`` restarts with each
     part (its first row includes that part's compile): rows get the training time summed over the
     parts, each part's first (compiling) iteration left out as in :func:`run_shac`."""
-    with open(path, newline="") as f:
-        raw = [{k: float(v) for k, v in r.items() if v != ""} for r in csv.DictReader(f)]
-    if not raw:
-        raise BCGInputError(path, "no rows")
+    try:
+        with open(path, newline="") as f:
+            raw = [{k: float(v) for k, v in r.items() if v != ""} for r in csv.DictReader(f)]
+    except (ValueError, TypeError) as err:  # a cell that is not a number, a row longer or shorter than the header
+        raise BCGInputError(path, f"not a bcg-train metrics table: {err}") from None
+    _checked_rows(path, raw, ("iteration", *HISTORY_KEYS))
+    if raw[0]["iteration"] < 1:
+        raise BCGInputError(path, f"row 1: iteration {raw[0]['iteration']:g} (bcg-train counts iterations from 1)")
     per_iteration = int(round(raw[0]["env_steps"] / raw[0]["iteration"]))
     rows, done, part_start, previous = [], 0.0, None, None
     for r in raw:
@@ -197,8 +250,7 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
     for method in METHODS:
         run = out / method
         if (run / "history.json").is_file():
-            saved = json.loads((run / "history.json").read_text())
-            history, per_iteration = saved["rows"], saved["steps_per_iteration"]
+            history, per_iteration = history_from_json(run / "history.json")
         elif (run / "metrics.csv").is_file():  # a bcg-train run (SHAC), possibly resumed
             history, per_iteration = history_from_metrics_csv(run / "metrics.csv")
         else:
@@ -214,6 +266,8 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
             "final_tracking_error_cm": 100 * history[-1]["tracking_error_m"], "final_reward": history[-1]["reward"],
             "env_steps_total": history[-1]["env_steps"], "wall_s_total": history[-1]["wall_s"],
         }
+    if not results:  # an empty benchmark.json would read as a benchmark that ran nothing
+        raise BCGInputError(out, f"nothing to report: no {', '.join(METHODS)} folder with a history.json or metrics.csv (--report)")
     ref = (results.get("shac_bcg", {}).get("evaluated_threshold") or {}).get("env_steps")
     ratios = {}
     for m in ("ppo", "shac_stiff"):
@@ -277,7 +331,9 @@ def main(argv: list[str] | None = None) -> int:
                     from bcg_train.learn.ppo_baseline import PPOConfig
 
                     per_iteration = args.ppo_envs * PPOConfig.rollout_steps
-                    resume = ppo_resume_point(args.resume_ppo) if args.resume_ppo is not None else None
+                    resume = None
+                    if args.resume_ppo is not None:
+                        resume = ppo_resume_point(args.resume_ppo, ppo_provenance(config_hash(cfg), motion_sha256(cfg), args.ppo_envs))
                     earlier = []
                     if resume is not None and (run_dir / "history.json").is_file():
                         earlier = json.loads((run_dir / "history.json").read_text())["rows"]

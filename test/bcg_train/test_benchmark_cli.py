@@ -72,6 +72,43 @@ def test_report_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
     assert "none" in err and "no benchmark directory" in err and "\n" not in err
 
 
+def test_report_of_a_directory_without_a_method_history_is_one_line_and_exit_2(tmp_path, capsys):
+    """Not exit 0 with a benchmark.json of no method, which reads as a benchmark that ran nothing."""
+    (tmp_path / "ppo").mkdir()  # a method folder without its history.json yet
+    with pytest.raises(SystemExit) as exc:
+        main(["--report", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"bcg-benchmark: error: {tmp_path}: nothing to report") and "\n" not in err
+    assert not (tmp_path / "benchmark.json").exists()
+
+
+_METRICS_HEADER = "iteration,env_steps,wall_s,tracking_error_m,reward\n"
+
+
+@pytest.mark.parametrize("method, name, text, problem", [
+    ("shac_bcg", "history.json", '{"rows": [', "not readable as JSON"),  # cut short while it was written
+    ("ppo", "history.json", "{}", "not a bcg-benchmark history"),
+    ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": []}', "no rows"),
+    ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256}]}', "row 1 has no number under wall_s"),
+    ("shac_stiff", "metrics.csv", _METRICS_HEADER + "0,0,1,0.1,1\n", "row 1: iteration 0"),
+    ("shac_stiff", "metrics.csv", _METRICS_HEADER + "1,256,x,0.1,1\n", "not a bcg-train metrics table"),
+    ("shac_bcg", "select/checkpoints.csv", "iteration,falls,seeds,e_track_cm,root_z_cm\n50,abc,20,1.0,1.0\n",
+     "line 2: column 'falls' is 'abc', not an integer"),
+], ids=["history_cut_short", "history_empty_object", "history_no_rows", "history_row_incomplete", "metrics_iteration_0",
+        "metrics_not_a_number", "selection_table_not_a_number"])
+def test_report_of_an_unreadable_history_or_table_is_one_line_naming_the_file(tmp_path, capsys, method, name, text, problem):
+    _write_method(tmp_path, "shac_bcg", 256, 10, [(5, 0, 1.0)])
+    (tmp_path / method / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / method / name).write_text(text)
+    with pytest.raises(SystemExit) as exc:
+        main(["--report", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"bcg-benchmark: error: {tmp_path / method / name}: ") and problem in err and "\n" not in err, err
+    assert not (tmp_path / "benchmark.json").exists()
+
+
 def test_methods_differ_only_in_the_estimator_and_all_train_on_stiff_contact(tmp_path):
     base = load_train_config(TRAIN_CONFIG_DIR / "squat.yaml", "cpu-small")
     cfgs = {m: method_config(base, m, tmp_path / m, 25) for m in ("shac_bcg", "shac_stiff", "ppo")}
@@ -99,6 +136,12 @@ def test_ppo_policies_are_written_every_n_iterations_and_judged_by_select_checkp
     policy = OnnxPolicy.load(run / "policies" / "it000002.onnx", ROBOT)
     assert policy.contract.motion_id == "squat" and policy.contract.action_offset == cfg.task.action_offset
     assert (run / "policies" / "it000002.train.yaml").is_file()
+    # its parameters resume a run of the same config, clip and environment count
+    from bcg_train.cli.benchmark import ppo_provenance, ppo_resume_point
+    from bcg_train.learn.config import config_hash, motion_sha256
+
+    iteration, loaded = ppo_resume_point(run / "policies" / "it000004.params.pkl", ppo_provenance(config_hash(cfg), motion_sha256(cfg), 4))
+    assert iteration == 4 and np.array_equal(loaded[0].mean, params[0].mean)
 
     assert select_main([str(run), "--every", "2", "--seeds", "1", "--duration", "0.3"]) == 0
     with open(run / "select" / "checkpoints.csv") as f:
@@ -111,13 +154,25 @@ def test_ppo_policies_are_written_every_n_iterations_and_judged_by_select_checkp
 def test_ppo_resume_point_reads_what_the_writer_saved_and_history_continues(tmp_path, capsys):
     import pickle
 
-    from bcg_train.cli.benchmark import merge_history, ppo_resume_point
+    from bcg_robot.errors import BCGInputError
+    from bcg_train.cli.benchmark import merge_history, ppo_provenance, ppo_resume_point
 
     params = ({"mean": np.arange(3.0)}, {"w": np.ones(2)}, {"v": np.zeros(1)})
     path = tmp_path / "it000150.params.pkl"
     path.write_bytes(pickle.dumps(params))
-    iteration, loaded = ppo_resume_point(path)
+    iteration, loaded = ppo_resume_point(path, ppo_provenance("abc", "d1", 64))  # bare params: written before provenance
     assert iteration == 150 and np.array_equal(loaded[0]["mean"], params[0]["mean"])
+    # a file written with its provenance resumes only a run that shares it
+    path.write_bytes(pickle.dumps({"params": params, **ppo_provenance("abc", "d1", 64)}))
+    iteration, loaded = ppo_resume_point(path, ppo_provenance("abc", "d1", 64))
+    assert iteration == 150 and np.array_equal(loaded[1]["w"], params[1]["w"])
+    for other, key in ((ppo_provenance("xyz", "d1", 64), "config_hash"), (ppo_provenance("abc", "d2", 64), "motion_sha256"),
+                       (ppo_provenance("abc", "d1", 32), "num_envs")):
+        with pytest.raises(BCGInputError, match=f"{path.name}: written by a run with another {key}"):
+            ppo_resume_point(path, other)
+    path.write_bytes(b"garbage")
+    with pytest.raises(BCGInputError, match="cannot read PPO parameters"):
+        ppo_resume_point(path)
     earlier = _history(200, 10, 1.0)  # part 1 ran on past its last saved policy
     later = [{"env_steps": 1500.0 + 10 * (i + 1), "wall_s": float(i), "tracking_error_m": 0.0, "reward": 0.0} for i in range(3)]
     merged = merge_history(earlier, later, steps_per_iteration=10, start_iteration=150)
