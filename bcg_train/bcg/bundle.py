@@ -17,7 +17,8 @@ branches of a bundle are a second axis (K, B). Per control step and environment:
    the bundle's state) and are shared by all branches.
 4. The environment's state is the arithmetic mean of the branch states (every
    floating-point field of ``mjx.Data``), so autodiff passes the mean of the branch
-   sensitivities backward. With ``forward = NOMINAL`` the value is the nominal step
+   sensitivities backward; the free and ball joints' quaternions in ``qpos`` are then
+   scaled back to unit norm (:func:`~bcg_train.bcg.perturbation.normalize_quaternions`). With ``forward = NOMINAL`` the value is the nominal step
    and only the derivative is the branch mean.
 
 With ``bundle_slots = M > 0`` only M environments run branches: those with a running
@@ -51,7 +52,7 @@ import jax
 import jax.numpy as jnp
 
 from bcg_train.bcg.config import BCGConfig, BundleForward, Estimator, Overflow
-from bcg_train.bcg.perturbation import integrate_configuration, joint_space_offsets
+from bcg_train.bcg.perturbation import integrate_configuration, joint_space_offsets, normalize_quaternions
 from bcg_train.sim.env import ContactSummary, MjxSim, SimState
 
 
@@ -284,6 +285,7 @@ class BundledSim:
         index = plan.index
         start, need = plan.start[index], plan.need[index]
         mean_data, mean_contact = branch_mean(branch_data), branch_mean(branch_contact)
+        mean_data = mean_data.replace(qpos=normalize_quaternions(sim.mj_model, mean_data.qpos))
         if cfg.forward == BundleForward.NOMINAL:
             mean_data = straight_through(_take(nominal_data, index), mean_data)
             mean_contact = jax.lax.stop_gradient(_take(nominal_contact, index))

@@ -18,7 +18,7 @@ from bcg_train.bcg.rollout import grad_through_rollout, rollout_open_loop
 from bcg_train.sim import MjxSim
 from bcg_train.sim.contact import point_jacobian
 from bcg_train.sim.jax_setup import enable_compilation_cache
-from bcg_train.sim.toy_models import two_link_leg
+from bcg_train.sim.toy_models import sphere_drop, two_link_leg
 
 pytestmark = pytest.mark.slow  # compiles MJX programs
 
@@ -232,3 +232,17 @@ def test_a_push_reaches_the_branches_of_a_running_bundle():
     assert np.all(vx_plain > 0.9) and np.all(x_plain > 0.01)  # the push moved the plain leg
     np.testing.assert_allclose(x_bundle, x_plain, atol=1e-6)
     np.testing.assert_allclose(vx_bundle, vx_plain, atol=1e-5)
+
+
+def test_the_branch_mean_of_a_free_body_keeps_a_unit_quaternion():
+    """A mean of rotated unit quaternions is shorter than one; the rewards, the observation's
+    gravity and the termination read the orientation from qpos, so the bundle's state is
+    scaled back to unit norm."""
+    model, drive = sphere_drop(height=0.05, timeconst=0.01)  # resting on the floor: the contact bundles
+    sim, k = MjxSim(model, drive), 2
+    bsim = BundledSim(sim, BCGConfig(mode=Estimator.GLOBAL_SMOOTHING, num_branches=4, sigma_p=0.02, sigma_v=0.2))
+    state = jax.jit(bsim.step)(bsim.reset(jax.random.split(jax.random.PRNGKey(0), k)), jnp.zeros((k, 0)))
+    branch_quats = np.asarray(state.bundle.qpos[..., 3:7])  # (k, branches, 4), each unit
+    assert np.ptp(branch_quats, axis=1).max() > 1e-2  # the branches turned apart
+    assert np.linalg.norm(branch_quats.mean(axis=1), axis=-1).max() < 1 - 1e-5  # so their plain mean is short
+    np.testing.assert_allclose(np.linalg.norm(np.asarray(state.sim.data.qpos[:, 3:7]), axis=-1), 1.0, atol=1e-6)
