@@ -122,7 +122,7 @@ def ppo_resume_point(path: Path, expected: dict | None = None) -> tuple[int, obj
     try:
         with open(path, "rb") as f:
             loaded = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as err:
         raise BCGInputError(path, f"cannot read PPO parameters: {err}") from None
     if isinstance(loaded, dict) and "params" in loaded:
         for key, value in (expected or {}).items():

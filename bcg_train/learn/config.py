@@ -104,6 +104,9 @@ class SHACConfig:
             raise ValueError(f"shac.target_critic_alpha must be in [0, 1) (1: the target never moves), got {self.target_critic_alpha}")
         if self.action_noise_std < 0:
             raise ValueError(f"shac.action_noise_std must be >= 0, got {self.action_noise_std}")
+        for name in ("actor_hidden", "critic_hidden"):  # a layer of 0 units compiles, and the network outputs constants
+            if not all(width >= 1 for width in getattr(self, name)):
+                raise ValueError(f"shac.{name} must list layer widths >= 1, got {list(getattr(self, name))}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -98,7 +98,7 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     try:
         with open(path, "rb") as f:
             payload = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as err:  # ValueError: a bad protocol byte
         raise CheckpointError(path, f"cannot read checkpoint: {err}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(path, "not a BCG training checkpoint (format mismatch)")

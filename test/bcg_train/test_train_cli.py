@@ -49,6 +49,7 @@ def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
     ("task:\n  termination:\n    min_root_height: 5.0\n", "termination.min_root_height must be in [0, 2) m, got 5.0"),
     ("task:\n  domain:\n    friction: [-1.0, -0.5]\n", "'friction': bounds must be > 0, got [-1.0, -0.5]"),
     ("shac:\n  horizon: 8\n  horizon: 32\n", "key 'horizon' given twice"),
+    ("shac:\n  actor_hidden: [64, 0]\n", "shac.actor_hidden must list layer widths >= 1, got [64, 0]"),  # constant outputs
 ])
 def test_train_rejects_values_that_would_fail_or_train_nothing_after_the_compile(tmp_path, capsys, text, message):
     bad = tmp_path / "bad.yaml"
@@ -93,6 +94,10 @@ def test_export_refuses_checkpoints_it_cannot_read_and_policies_the_robot_must_n
     gone.write_bytes(b"cnomodule\nX\n.")  # protocol 0: GLOBAL nomodule.X, STOP
     err = _run(export_main, [str(gone), "--out", str(tmp_path / "p.onnx")], capsys)
     assert f"{gone}: cannot read checkpoint: No module named 'nomodule'" in err
+    garbled = tmp_path / "garbled.pkl"  # a protocol byte pickle does not know: a ValueError traceback
+    garbled.write_bytes(b"\x80\x09rest")
+    err = _run(export_main, [str(garbled), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert f"{garbled}: cannot read checkpoint: unsupported pickle protocol: 9" in err
     assert not (tmp_path / "p.onnx").exists()
 
     weights = random_weights(PolicyContract.for_robot(load_robot_config(check_model=False)))
