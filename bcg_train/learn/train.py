@@ -8,7 +8,7 @@ Per run directory (``cfg.run_dir``):
 ``summary.json``         what the run cost (:func:`run_summary`): compile, s/iteration, env steps/s,
                           peak device and resident memory
 ``warm_start.json``      with ``init_from``: the checkpoint the networks came from (its hash,
-                          iteration and env steps)
+                          iteration and env steps, and the digests of its clip and this run's)
 ``checkpoints/NNNNNN.pkl`` the full training state (learner, optimizers, normalizer, environments,
                           RNG) plus the resolved config and its hash, the digest of the clip and
                           the robot config trained with; :func:`train` with ``resume=...``
@@ -172,6 +172,10 @@ def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) ->
         "source_config_hash": ckpt.stored_hash,
         "source_iteration": int(np.asarray(ckpt.state.iteration)),
         "source_env_steps": int(np.asarray(ckpt.state.iteration)) * ckpt.config.shac.num_envs * ckpt.config.shac.horizon,
+        # the clips by content: a warm start may change the clip (stand -> jump), and the record says so
+        "source_motion": ckpt.config.task.motion,
+        "source_motion_sha256": ckpt.motion_sha256,
+        "motion_sha256": motion_sha256(cfg),
         "critics": "from the source" if same_critics else
         f"fresh: critic_privileged {list(cfg.task.critic_privileged)}, the source's {list(ckpt.config.task.critic_privileged)}",
     }

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from bcg_train.learn.action_gradients import actor_gradient_from_actions, cap_environment_gradients
-from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, plain_config_hash
+from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, motion_sha256, plain_config_hash
 from bcg_train.learn.shac import SHAC, is_counted
 from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
 from bcg_train.tasks.point_mass import PointMassTask
@@ -206,6 +206,7 @@ def test_warm_start_takes_the_networks_and_starts_the_rest_fresh(tmp_path):
     assert warm.env.pos.shape[0] == 16
     record = json.loads((tmp_path / "warm" / "warm_start.json").read_text())
     assert record["source_iteration"] == 2 and record["source_config_hash"] == config_hash(_cfg(tmp_path, "source"))
+    assert record["source_motion_sha256"] == record["motion_sha256"] == motion_sha256(warm_cfg) is not None
     # it trains on, and a resumed warm-started run continues from its own checkpoint
     _, stepped, history = train(warm_cfg, task=task, iterations=1, progress=False)
     assert int(stepped.iteration) == 1 and np.isfinite(history[-1]["actor_loss"])
