@@ -163,12 +163,13 @@ class PolicyNode(LifecycleNode):
             interface = open_interface(self, self.interface_params, robot, self._state_group, role="node")
         except Exception as err:  # noqa: BLE001 - whatever stops configure, its reason is the operator's to read
             # An input error is one line naming the file. Anything else (an input no check
-            # foresaw, a DDS failure) would reach rclpy, which logs only that the transition
-            # raised: its type and message are the reason, its stack is logged at debug level.
-            # Nothing was opened (the interface is the last step), so the node stays unconfigured.
+            # foresaw, a DDS failure, a defect) would reach rclpy, which logs only that the
+            # transition raised: its type and message are the reason, and its stack is logged
+            # (a defect needs it). The node stays unconfigured, as on_error would leave it:
+            # neither releases what a failing interface opened before it raised (its own job).
             self.configure_error = str(err) if isinstance(err, BCGInputError) else f"{type(err).__name__}: {err}"
             if not isinstance(err, BCGInputError):
-                self.get_logger().debug(traceback.format_exc())
+                self.get_logger().error(traceback.format_exc())
             if not self._autostarting:  # autostart prints it once, as the process's exit reason
                 self.get_logger().error(f"configure failed: {self.configure_error}")
             return TransitionCallbackReturn.FAILURE

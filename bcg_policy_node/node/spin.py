@@ -87,8 +87,10 @@ def run_node(
             spin_until_stopped(executor, stop)
     finally:
         executor.shutdown()
-        if close is not None:
-            close(node)
-        node.destroy_node()
-        rclpy.try_shutdown()
+        try:
+            if close is not None:
+                close(node)  # may raise (the bridge re-raises its physics loop's failure): clean up all the same
+        finally:
+            node.destroy_node()
+            rclpy.try_shutdown()
     return code

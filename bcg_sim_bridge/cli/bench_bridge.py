@@ -14,6 +14,8 @@ import random
 from pathlib import Path
 
 from bcg_robot.cli.arguments import positive_float
+from bcg_robot.errors import BCGInputError, exit_on_input_error
+from bcg_robot.paths import output_dir
 from bcg_robot.wire import TRANSPORTS
 from bcg_sim_bridge.bench.bridge_speed import bridge_process, physics_only, print_rows, sim2sim_wall
 
@@ -22,10 +24,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-bench-bridge", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sim-seconds", type=positive_float, default=5.0, help="simulated time per bridge measurement")
-    parser.add_argument("--state-hz", type=float, default=250.0, help="state messages per second (robot: 500)")
+    parser.add_argument("--state-hz", type=positive_float, default=250.0, help="state messages per second (robot: 500)")
     parser.add_argument("--no-sim2sim", action="store_true", help="skip the sim-to-sim wall-time measurement")
     parser.add_argument("--out", default="runs/bench_bridge.json")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    with exit_on_input_error(parser.prog):  # before minutes of measurement
+        output_dir(out.parent, "--out")
+        if out.is_dir():
+            raise BCGInputError(out, "is a directory (--out names the JSON file to write)")
     domain = random.randrange(100, 200, 2)
     rows = [physics_only(hz, args.sim_seconds) for hz in (500.0, 1000.0)]
     try:
@@ -39,8 +46,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_sim2sim:
         rows.append(sim2sim_wall(domain))
     print_rows(rows)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"load_average": os.getloadavg(), "cpus": os.cpu_count(), "rows": rows}, indent=2))
     print(f"written {out} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     return 0 if all("error" not in r for r in rows) else 1

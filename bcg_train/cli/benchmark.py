@@ -336,14 +336,16 @@ def main(argv: list[str] | None = None) -> int:
                         resume = ppo_resume_point(args.resume_ppo, ppo_provenance(config_hash(cfg), motion_sha256(cfg), args.ppo_envs))
                     earlier = []
                     if resume is not None and (run_dir / "history.json").is_file():
-                        earlier = json.loads((run_dir / "history.json").read_text())["rows"]
+                        earlier, _ = history_from_json(run_dir / "history.json")
 
                     def merged(rows: list[dict]) -> list[dict]:
                         return merge_history(earlier, rows, per_iteration, resume[0]) if resume is not None else rows
 
                     def save(rows: list[dict]) -> None:  # after every iteration: a part cut short keeps its rows
                         run_dir.mkdir(parents=True, exist_ok=True)
-                        (run_dir / "history.json").write_text(json.dumps({"steps_per_iteration": per_iteration, "rows": merged(rows)}) + "\n")
+                        tmp = run_dir / "history.json.tmp"  # replaced whole: a kill mid-write leaves the last complete file
+                        tmp.write_text(json.dumps({"steps_per_iteration": per_iteration, "rows": merged(rows)}) + "\n")
+                        tmp.replace(run_dir / "history.json")
 
                     history = merged(run_ppo(cfg, args.iterations, args.ppo_envs, base.seed, args.eval_every, resume, args.max_train_s, save))
                     (run_dir / "summary.json").write_text(json.dumps({"method": method, "iterations": len(history),

@@ -191,6 +191,14 @@ def make_task(cfg: TrainConfig, robot: RobotConfig | None = None):
     return ImitationTask(cfg.task, robot or load_robot_config())
 
 
+def _iteration(row: list[str]) -> int | None:
+    """The iteration of a ``metrics.csv`` row, None for a line cut short or garbled (a full disk)."""
+    try:
+        return int(row[0])
+    except (IndexError, ValueError):
+        return None
+
+
 class MetricsLog:
     """Metrics per iteration to CSV and TensorBoard.
 
@@ -207,7 +215,7 @@ class MetricsLog:
                 rows = list(csv.reader(f))
             if rows:
                 self.keys = rows[0]
-                kept = [row for row in rows[1:] if row and int(float(row[0])) <= resume_from]
+                kept = [row for row in rows[1:] if _iteration(row) is not None and _iteration(row) <= resume_from]
                 with open(self.path, "w", newline="") as f:
                     csv.writer(f).writerows([self.keys, *kept])
         elif self.path.exists():

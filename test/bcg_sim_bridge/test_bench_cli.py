@@ -5,14 +5,28 @@ import pytest
 from bcg_sim_bridge.cli import bench_bridge, bench_node
 
 
+@pytest.mark.parametrize("option", ["--sim-seconds", "--state-hz"])
 @pytest.mark.parametrize("value", ["0", "nan"])
-def test_bench_bridge_refuses_a_simulated_time_that_is_not_positive(value, tmp_path, capsys):
+def test_bench_bridge_refuses_a_simulated_time_or_state_rate_that_is_not_positive(option, value, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
-        bench_bridge.main(["--sim-seconds", value, "--no-sim2sim", "--out", str(tmp_path / "bench.json")])
+        bench_bridge.main([option, value, "--no-sim2sim", "--out", str(tmp_path / "bench.json")])
     assert exc.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"bcg-bench-bridge: error: argument --sim-seconds: must be a finite number > 0, got '{value}'")
+        f"bcg-bench-bridge: error: argument {option}: must be a finite number > 0, got '{value}'")
     assert not (tmp_path / "bench.json").exists()
+
+
+def test_bench_bridge_refuses_an_out_it_cannot_write_before_measuring(tmp_path, capsys):
+    """--out was created only after minutes of measurement: a directory there, or a file in its path, was a traceback."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for out, problem in ((tmp_path, "is a directory (--out names the JSON file to write)"),
+                         (blocker / "bench.json", "exists and is not a directory (--out)")):
+        with pytest.raises(SystemExit) as exc:
+            bench_bridge.main(["--no-sim2sim", "--out", str(out)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and problem in err, err
 
 
 @pytest.mark.parametrize("option", ["--duration", "--state-rate"])

@@ -173,7 +173,7 @@ def test_resume_equals_uninterrupted_and_runs_are_deterministic(tmp_path):
     logged = metrics.read_text().splitlines()
     # the run went on past its last checkpoint (iteration 1) and ended: its rows 2 and 3 are abandoned
     abandoned = [",".join(["2", *logged[1].split(",")[1:]]), ",".join(["3", *logged[1].split(",")[1:]])]
-    metrics.write_text("\n".join([*logged, *abandoned]) + "\n")
+    metrics.write_text("\n".join([*logged, *abandoned, ",,"]) + "\n")  # and a line cut short (a full disk)
     _, resumed, history = train(_cfg(tmp_path, "split"), task=task, resume=tmp_path / "split", iterations=1, progress=False)
     assert int(resumed.iteration) == 2
     for a, b, c in zip(_leaves(full), _leaves(again), _leaves(resumed)):
