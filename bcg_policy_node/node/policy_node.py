@@ -167,8 +167,10 @@ class PolicyNode(LifecycleNode):
             # transition raised: its type and message are the reason, and its stack is logged
             # (a defect needs it). The node stays unconfigured, as on_error would leave it:
             # neither releases what a failing interface opened before it raised (its own job).
-            self.configure_error = str(err) if isinstance(err, BCGInputError) else f"{type(err).__name__}: {err}"
-            if not isinstance(err, BCGInputError):
+            if isinstance(err, BCGInputError):
+                self.configure_error = str(err)
+            else:
+                self.configure_error = f"{type(err).__name__}: {err}"
                 self.get_logger().error(traceback.format_exc())
             if not self._autostarting:  # autostart prints it once, as the process's exit reason
                 self.get_logger().error(f"configure failed: {self.configure_error}")

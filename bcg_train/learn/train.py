@@ -215,7 +215,7 @@ class MetricsLog:
                 rows = list(csv.reader(f))
             if rows:
                 self.keys = rows[0]
-                kept = [row for row in rows[1:] if _iteration(row) is not None and _iteration(row) <= resume_from]
+                kept = [row for row in rows[1:] if (it := _iteration(row)) is not None and it <= resume_from]
                 with open(self.path, "w", newline="") as f:
                     csv.writer(f).writerows([self.keys, *kept])
         elif self.path.exists():
