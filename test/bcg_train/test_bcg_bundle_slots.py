@@ -32,25 +32,27 @@ def test_slot_assignment_puts_running_bundles_first_then_triggers_in_order():
 
 @functools.lru_cache(maxsize=None)  # two tests roll the 2-slot batch: compile it once per process
 def rollout(slots):
+    """Per step: qpos, bundled and overflowed environments, and the task state after the step."""
     cfg = HopperConfig(contact="stiff", bcg=dataclasses.replace(HopperConfig().bcg, bundle_slots=slots))
     task = HopperTask(cfg)
     actions = 0.6 * jax.random.normal(jax.random.PRNGKey(1), (T, K, 2))
+    start = task.reset(jax.random.PRNGKey(0), K)
 
     @jax.jit
     def roll(state):
         def body(s, a):
             s, out = task.step(s, a)
-            return s, (s.sim.sim.data.qpos, s.sim.bundle.bundled, s.sim.bundle.overflowed)
+            return s, (s.sim.sim.data.qpos, s.sim.bundle.bundled, s.sim.bundle.overflowed, s)
 
         return jax.lax.scan(body, state, actions)[1]
 
-    return jax.device_get(roll(task.reset(jax.random.PRNGKey(0), K)))
+    return start, jax.device_get(roll(start))
 
 
 def test_enough_slots_reproduce_the_unslotted_rollout_and_too_few_are_counted():
-    q_all, bundled_all, _ = rollout(0)
-    q_7, bundled_7, overflow_7 = rollout(K - 1)
-    q_2, bundled_2, overflow_2 = rollout(2)
+    q_all, bundled_all, _, _ = rollout(0)[1]
+    q_7, bundled_7, overflow_7, _ = rollout(K - 1)[1]
+    q_2, bundled_2, overflow_2, _ = rollout(2)[1]
     need = bundled_all.sum(axis=1)
     assert need.max() <= K - 1 and need.sum() > 0  # bundles ran, never in all 8 at once
     assert not overflow_7.any()
@@ -88,7 +90,7 @@ def test_an_overflowing_step_passes_its_plain_gradient_or_with_cut_none():
     """``overflow: cut``: the environment that needed a bundle and found no slot sends no
     gradient back across that step; the forward pass and every other environment's gradient
     are those of ``overflow: plain``."""
-    _, bundled, overflowed = rollout(2)
+    start, (_, bundled, overflowed, after_each_step) = rollout(2)
     t = int(np.argmax(overflowed.any(axis=1)))  # the first step with an overflow
     assert overflowed[t].any()
     env = int(np.argmax(overflowed[t]))
@@ -99,11 +101,10 @@ def test_an_overflowing_step_passes_its_plain_gradient_or_with_cut_none():
     def task_with(rule):
         return HopperTask(HopperConfig(contact="stiff", bcg=dataclasses.replace(HopperConfig().bcg, bundle_slots=2, overflow=rule)))
 
-    # the rule changes only the backward pass: the state before the overflowing step is rolled
-    # once (forward only), and only the step's gradient is compiled per rule
-    plain_task = task_with("plain")
-    before = jax.jit(lambda start, a: jax.lax.scan(lambda s, x: (plain_task.step(s, x)[0], None), start, a)[0])(
-        plain_task.reset(jax.random.PRNGKey(0), K), actions[:t])
+    # the rule changes only the backward pass, so the state before the overflowing step is the
+    # 2-slot rollout's (its forward pass is either rule's), and only the step's gradient is
+    # compiled per rule
+    before = start if t == 0 else jax.tree_util.tree_map(lambda x: x[t - 1], after_each_step)
 
     def step_gradients(rule):
         task = task_with(rule)

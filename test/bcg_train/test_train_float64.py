@@ -2,8 +2,9 @@
 float32. The process turns on jax_enable_x64 itself (``make_task``), and the flag is
 process-wide, so the check runs in a subprocess.
 
-The iteration is traced and lowered, not compiled: every dtype of its carried state is then
-fixed (``Lowered.out_info``), and a float64 primal meeting a float32 cotangent in a custom
+The initial state is only traced (``jax.eval_shape`` of ``SHAC.init``: compiling the float64
+reset took half of the test's 169 s), and the iteration is traced and lowered, not compiled:
+every dtype of its carried state is then fixed (``Lowered.out_info``), and a float64 primal meeting a float32 cotangent in a custom
 VJP (the bundle, the guarded step, the state clip) fails right there, in tracing. XLA's
 compile of a G1 SHAC + BCG iteration is most of its cost (a cold float64 one took 465 s
 of a 26 min trainer suite on the 2-core CI machine); the float32 iteration is compiled and
@@ -31,7 +32,7 @@ from bcg_train.learn.train import make_task
 cfg = load_train_config(sys.argv[1], preset="cpu-tiny", overrides={"run_dir": sys.argv[2]})
 task = make_task(cfg)  # turns on jax_enable_x64
 shac = SHAC(task, cfg.shac, 1)
-state = shac.init(0)
+state = jax.eval_shape(shac.init, 0)  # shapes and dtypes only: the reset is traced, not compiled
 after, metrics = jax.jit(shac.iteration).lower(state).out_info
 
 def dtypes(tree):
