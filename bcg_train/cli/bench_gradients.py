@@ -12,6 +12,8 @@ from pathlib import Path
 
 import jax
 
+from bcg_robot.errors import exit_on_input_error
+from bcg_robot.paths import output_dir
 from bcg_train.bcg.config import Estimator
 from bcg_train.bench.gradient_variance import BenchSettings, check_targets, comparison_rows, run_benchmark, write_plot
 from bcg_train.sim.jax_setup import enable_compilation_cache, enable_float64
@@ -61,6 +63,8 @@ def parse_args(argv=None) -> tuple[BenchSettings, Path]:
 
 def main(argv=None) -> int:
     settings, out_dir = parse_args(argv)
+    with exit_on_input_error("bcg-bench-gradients"):  # before the measurement, not after it
+        output_dir(out_dir, "--out-dir")
     enable_compilation_cache()
     if settings.float64:
         enable_float64()
@@ -102,7 +106,6 @@ def main(argv=None) -> int:
     for name, ok in targets.items():
         console.print(f"target {name}: {'n/a' if ok is None else ('met' if ok else 'NOT met')}")
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     report = {
         "settings": dataclasses.asdict(settings),
         "rows": rows,

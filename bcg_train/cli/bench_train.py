@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bcg_robot.errors import exit_on_input_error
+from bcg_robot.paths import output_dir
 
 ESTIMATORS = ("plain", "bcg")
 HOPPER = "hopper"
@@ -315,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         for tau in ([None] if est == "plain" or args.tau is None else args.tau)
     ]
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "worker"}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with exit_on_input_error(parser.prog):  # before minutes of compiling, not after
+        output_dir(args.out.parent, "--out")
     rows, failed = [], []
     for spec in tqdm(specs, desc="bcg-bench-train", dynamic_ncols=True):
         row = _spawn(spec)

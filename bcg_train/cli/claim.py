@@ -13,6 +13,8 @@ import json
 import time
 from pathlib import Path
 
+from bcg_robot.errors import exit_on_input_error
+from bcg_robot.paths import output_dir
 from bcg_train.claim.protocol import METHOD_NAMES, ClaimProtocol, method_by_name
 
 
@@ -26,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be >= 1")
+    with exit_on_input_error(parser.prog):
+        output_dir(args.out, "--out")
 
     from bcg_train.claim import report
     from bcg_train.claim.runner import run_method
@@ -35,7 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     protocol = dataclasses.replace(ClaimProtocol(), seeds=tuple(range(args.seeds)))
     if args.shac_iterations is not None:
         protocol = protocol.with_shac_iterations(args.shac_iterations)
-    args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     results = []
     for name in args.methods:

@@ -61,3 +61,14 @@ def test_rows_carry_a_paired_interval_around_the_ratio_and_json_ready_scalars():
     assert rows["plain"]["max_norm_over_median"] > 10
     assert "samples" not in rows["bcg"] and "mean_gradient" not in rows["bcg"]
     json.dumps(rows)  # the CLI writes them as they are
+
+
+def test_an_output_folder_that_is_a_file_is_one_line_before_the_measurement(tmp_path, capsys, monkeypatch):
+    import bcg_train.cli.bench_gradients as cli
+
+    monkeypatch.setattr(cli, "run_benchmark", lambda *a: pytest.fail("measured before checking --out-dir"))
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--out-dir", str(tmp_path / "taken")])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and err.splitlines() == [f"bcg-bench-gradients: error: {tmp_path / 'taken'}: exists and is not a directory (--out-dir)"]

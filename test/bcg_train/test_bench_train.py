@@ -75,3 +75,14 @@ def test_bad_arguments_are_one_line_errors(argv, message, tmp_path):
 def test_an_output_directory_is_refused_before_anything_runs(tmp_path):
     with pytest.raises(SystemExit, match="is a directory; give the JSON file to write"):
         main(["--out", str(tmp_path)])
+
+
+def test_an_output_folder_blocked_by_a_file_is_one_line_before_anything_runs(tmp_path, capsys, monkeypatch):
+    import bcg_train.cli.bench_train as cli
+
+    monkeypatch.setattr(cli, "_spawn", lambda spec: pytest.fail("measured before checking --out"))
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--out", str(tmp_path / "taken" / "t.json"), "--num-envs", "1"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1 and "taken" in err and "--out" in err

@@ -79,3 +79,15 @@ def test_gradient_variance_uses_finite_samples_only():
     variance, finite = gradient_variance(samples)
     assert finite == 2 and variance == pytest.approx(2.0 + 2.0)
     assert gradient_variance(samples[2:]) == (None, 0)
+
+
+def test_bcg_claim_refuses_an_output_folder_that_is_a_file_in_one_line(tmp_path, capsys, monkeypatch):
+    import bcg_train.claim.runner as runner
+    from bcg_train.cli.claim import main
+
+    monkeypatch.setattr(runner, "run_method", lambda *a: pytest.fail("trained before checking --out"))
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--out", str(tmp_path / "taken"), "--seeds", "1"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and err.splitlines() == [f"bcg-claim: error: {tmp_path / 'taken'}: exists and is not a directory (--out)"]
