@@ -112,6 +112,10 @@ class ControlState(str, enum.Enum):
     DAMP = "DAMP"  # kp 0, kd > 0; latched until reset
 
 
+# The node's log line, every 2 s while faults hold it in PASSIVE, then the faults ("; "-joined).
+PASSIVE_HELD_LOG = "PASSIVE until these clear: "
+
+
 def latched_qos():
     """QoS of state and fault topics: reliable, transient-local, depth 1."""
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy

@@ -340,6 +340,11 @@ class PolicyNode(LifecycleNode):
                 self._fault_pub.publish(String(data=t.reason))
             else:
                 self.get_logger().info(f"{t.before.value} -> {t.after.value}: {t.reason}")
+        if result.state is api.ControlState.PASSIVE and result.faults:
+            # what holds the node in PASSIVE (a sentinel not yet heard, ...): otherwise only
+            # transitions are logged, and a node that never leaves PASSIVE says nothing
+            self.get_logger().info(api.PASSIVE_HELD_LOG + "; ".join(str(f) for f in result.faults),
+                                   throttle_duration_sec=2.0)
         self._state_pub.publish(String(data=result.state.value))
         self._heartbeat_pub.publish(UInt64(data=self._tick_count))
         period, age, compute = self.timing.record(start, sent, state.received_at if state is not None else None, ready)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bcg_policy_node import operator_api as api
 from bcg_robot import metrics
 from bcg_robot.config import RobotConfig
 from bcg_robot.remote import BUTTON_BITS
@@ -73,6 +74,12 @@ FOREIGN_COMMANDS = 100  # 1 s at 100 Hz
 MIN_REALTIME_FACTOR = 0.9
 
 
+def passive_reason(node_log: str) -> str:
+    """The faults the node last said held it in PASSIVE ('' if it never said)."""
+    held = [line for line in node_log.splitlines() if api.PASSIVE_HELD_LOG in line]
+    return held[-1].split(api.PASSIVE_HELD_LOG, 1)[1].strip() if held else ""
+
+
 def retry_reason(result: dict) -> str:
     """Why an attempt says nothing about the policy or its safety layer ('' when it does):
     a watchdog tripped before the injection, the test rig failed, or the bridge ran
@@ -86,7 +93,8 @@ def retry_reason(result: dict) -> str:
     if result.get("stayed_passive"):
         # seen once under load over unitree_sdk: the sentinel WATCHING for 20 s, the node never heard it;
         # a defect would stay PASSIVE in every attempt and fail the scenario all the same
-        return "the node never left PASSIVE (it waits for the sentinel's heartbeat and the robot's state): start-up of the rig"
+        why = result.get("passive_reason") or "its log gives no reason"
+        return f"the node never left PASSIVE ({why}): start-up of the rig"
     rtf = result.get("bridge_timing_ms", {}).get("realtime_factor")
     if rtf is not None and rtf < MIN_REALTIME_FACTOR:
         machine = result.get("machine_cpu") or {}
@@ -265,6 +273,8 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
         "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
     }
+    if result["stayed_passive"]:
+        result["passive_reason"] = passive_reason(group.log("node") if "node" in group.nodes else "")
     if error or not log_path.is_file():
         result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
     if not log_path.is_file():

@@ -303,6 +303,8 @@ def test_the_node_waits_for_the_sentinel_which_damps_a_stalled_and_a_killed_node
     time.sleep(1.5)
     assert {s for t, s in obs.states if t > t_passive} == {"PASSIVE"}
     assert position_commands(obs.received_since(t_passive)) == [] and obs.received_since(t_passive)
+    # and its log says why
+    assert "PASSIVE until these clear: sentinel_missing: no sentinel heartbeat yet" in procs.log("node2")
     procs.start_module("sentinel", SENTINEL_MODULE, {})
     enter_run(obs)  # the sentinel arms on the node's commands, and the node ramps and holds
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")

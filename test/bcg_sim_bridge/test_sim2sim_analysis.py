@@ -54,6 +54,19 @@ def test_an_attempt_is_retried_only_when_it_says_nothing_about_the_safety_layer(
     assert "never left PASSIVE" in retry_reason({"passed": False, "stayed_passive": True, **real_time})
 
 
+def test_a_node_that_stayed_passive_is_reported_with_the_faults_its_log_last_named():
+    from bcg_sim_bridge.sim2sim.runner import passive_reason, retry_reason
+
+    log = ("[INFO] [1.0] [bcg_policy_node]: PASSIVE until these clear: sentinel_missing: no sentinel heartbeat yet\n"
+           "[INFO] [3.0] [bcg_policy_node]: PASSIVE until these clear: sentinel_missing: sentinel is WAITING, not WATCHING\n"
+           "[INFO] [3.5] [bcg_policy_node]: something else\n")
+    why = passive_reason(log)
+    assert why == "sentinel_missing: sentinel is WAITING, not WATCHING" and passive_reason("") == ""
+    reason = retry_reason({"passed": False, "stayed_passive": True, "passive_reason": why})
+    assert f"never left PASSIVE ({why})" in reason
+    assert "its log gives no reason" in retry_reason({"passed": False, "stayed_passive": True, "passive_reason": ""})
+
+
 def test_machine_cpu_use_reads_busy_and_stolen_shares_from_proc_stat(tmp_path):
     from bcg_sim_bridge.harness.processes import machine_cpu_times, machine_cpu_use
 
