@@ -274,7 +274,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
     }
     if result["stayed_passive"]:
-        result["passive_reason"] = passive_reason(group.log("node") if "node" in group.nodes else "")
+        result["passive_reason"] = passive_reason(group.nodes["node"].log_tail(200) if "node" in group.nodes else "")
     if error or not log_path.is_file():
         result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
     if not log_path.is_file():

@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         for tau in ([None] if est == "plain" or args.tau is None else args.tau)
     ]
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "worker"}
-    with exit_on_input_error(parser.prog):  # before minutes of compiling, not after
+    with exit_on_input_error(parser.prog):  # before minutes of compiling
         output_dir(args.out.parent, "--out")
     rows, failed = [], []
     for spec in tqdm(specs, desc="bcg-bench-train", dynamic_ncols=True):
