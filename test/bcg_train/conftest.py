@@ -84,7 +84,8 @@ def _module_file(nodeid: str) -> str:
 # modules on both workers instead of one worker finishing a long module alone. Seconds of
 # each module alone, cold cache, at e9d17aa: bundle 633, slots 563, learning regression
 # 333, solver 304, sim failure 112, sim core 101; the rest under 65 each. In the order
-# they were collected (the CI run of 2701d9a), one worker ran ~4 min alone at the end.
+# they were collected, the per-test durations of the CI run of 2701d9a add up to about
+# 4 min more on one worker than on the other.
 LONGEST_FIRST = (
     "test_bcg_bundle.py",
     "test_bcg_bundle_slots.py",
