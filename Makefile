@@ -53,15 +53,16 @@ sim2sim: $(STAMP_DEPLOY)        ## the main job: sim-to-sim validation of every 
 # AFTER_DDS (set by `make test`: colcon and the deploy check) runs in the foreground once
 # the DDS scenarios are done, still beside the compiles, instead of after them.
 AFTER_DDS ?=
-# The trainer's slow tests compile at LLVM -O0: they are compile-bound (a G1 program is
-# minutes of XLA compile and seconds of running), and -O0 compiled a hopper gradient test
-# 36 % and the learning regression 22 % faster, though their programs run slower
-# (docs/ci-history.md, session 36). Training and benchmarks keep XLA's default.
-TRAINER_TEST_XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_backend_optimization_level=0)
+# The tests compile at LLVM -O0: they are compile-bound (a G1 program is minutes of XLA
+# compile and seconds of running), and -O0 compiled a hopper gradient test 36 % and the
+# learning regression 22 % faster, though their programs run slower (docs/ci-history.md,
+# session 36); colcon's tests, with a cold cache, used 28 % less CPU (session 41).
+# Training and benchmarks keep XLA's default.
+TEST_XLA_FLAGS := $(strip $(XLA_FLAGS) --xla_backend_optimization_level=0)
 pytest: $(STAMP_FULL)           ## the slow tests (plain `pytest` runs every test in one process)
 	@log=$$(mktemp /tmp/bcg-trainer-tests-XXXXXX); \
 	setsid sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$$@"' trainer \
-		env XLA_FLAGS="$(TRAINER_TEST_XLA_FLAGS)" $(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder --durations=20 > $$log 2>&1 & \
+		env XLA_FLAGS="$(TEST_XLA_FLAGS)" $(RUN) -m pytest test/bcg_train -m slow -n 2 --dist loadscope --no-loadscope-reorder --durations=20 > $$log 2>&1 & \
 	trainer=$$!; trap 'kill $$trainer 2>/dev/null; rm -f $$log; exit 130' INT TERM; \
 	echo "pytest: the trainer's slow tests run in the background (nice 19, log $$log), the DDS scenarios now"; \
 	$(RUN) -m pytest -m slow --ignore=test/bcg_train; dds=$$?; \
@@ -76,7 +77,7 @@ colcon-test: $(STAMP_FULL)      ## colcon build + test + test-result in a throwa
 	mkdir -p $(COLCON_WS)
 	cd $(COLCON_WS) && PATH=$(abspath $(BIN)):$$PATH colcon --log-base $(COLCON_WS)/log build \
 		--base-paths $(CURDIR) --build-base $(COLCON_WS)/build --install-base $(COLCON_WS)/install
-	cd $(COLCON_WS) && PATH=$(abspath $(BIN)):$$PATH colcon --log-base $(COLCON_WS)/log test \
+	cd $(COLCON_WS) && PATH=$(abspath $(BIN)):$$PATH XLA_FLAGS="$(TEST_XLA_FLAGS)" colcon --log-base $(COLCON_WS)/log test \
 		--base-paths $(CURDIR) --build-base $(COLCON_WS)/build --install-base $(COLCON_WS)/install \
 		--pytest-args -m "not slow"
 	cd $(COLCON_WS) && PATH=$(abspath $(BIN)):$$PATH colcon test-result --test-result-base $(COLCON_WS)/build --verbose
