@@ -2,7 +2,8 @@
 
 In a source checkout they sit at the repository root; after ``colcon build`` or on a
 robot PC they are installed under ``share/bcg_policy_node``. :func:`output_dir` makes a
-CLI's output folder, a file in its way being bad input.
+CLI's output folder and :func:`output_file` the folder of its output file, a file or a
+folder in the way being bad input.
 """
 
 from __future__ import annotations
@@ -52,4 +53,15 @@ def output_dir(path: str | Path, option: str) -> Path:
         raise BCGInputError(path, f"exists and is not a directory ({option})") from None
     except OSError as err:  # a file where a folder above it should be, no permission
         raise BCGInputError(path, f"cannot create this directory ({option}): {err.strerror}") from None
+    return path
+
+
+def output_file(path: str | Path, option: str) -> Path:
+    """``path`` as a file to write: its folder created as by :func:`output_dir`; a folder in its
+    place is a :class:`BCGInputError` (``--out models/`` for an ONNX file was a traceback after
+    the work was done)."""
+    path = Path(path)
+    if path.is_dir():
+        raise BCGInputError(path, f"is a directory ({option} names the file to write)")
+    output_dir(path.parent, option)
     return path

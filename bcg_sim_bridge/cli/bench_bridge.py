@@ -14,8 +14,8 @@ import random
 from pathlib import Path
 
 from bcg_robot.cli.arguments import positive_float
-from bcg_robot.errors import BCGInputError, exit_on_input_error
-from bcg_robot.paths import output_dir
+from bcg_robot.errors import exit_on_input_error
+from bcg_robot.paths import output_file
 from bcg_robot.wire import TRANSPORTS
 from bcg_sim_bridge.bench.bridge_speed import bridge_process, physics_only, print_rows, sim2sim_wall
 
@@ -30,9 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     with exit_on_input_error(parser.prog):  # before minutes of measurement
-        output_dir(out.parent, "--out")
-        if out.is_dir():
-            raise BCGInputError(out, "is a directory (--out names the JSON file to write)")
+        output_file(out, "--out")
     domain = random.randrange(100, 200, 2)
     rows = [physics_only(hz, args.sim_seconds) for hz in (500.0, 1000.0)]
     try:

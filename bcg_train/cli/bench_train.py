@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bcg_robot.errors import exit_on_input_error
-from bcg_robot.paths import output_dir
+from bcg_robot.paths import output_file
 
 ESTIMATORS = ("plain", "bcg")
 HOPPER = "hopper"
@@ -291,8 +291,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.iterations < 5:
         raise SystemExit("bcg-bench-train: --iterations must be >= 5 (the median of at least 5)")
-    if args.out.is_dir():
-        raise SystemExit(f"bcg-bench-train: --out {args.out} is a directory; give the JSON file to write")
     if min(args.num_envs) < 1:
         raise SystemExit("bcg-bench-train: --num-envs must be >= 1")
     slots = args.bundle_slots or [None]
@@ -317,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "worker"}
     with exit_on_input_error(parser.prog):  # before minutes of compiling
-        output_dir(args.out.parent, "--out")
+        output_file(args.out, "--out")
     rows, failed = [], []
     for spec in tqdm(specs, desc="bcg-bench-train", dynamic_ncols=True):
         row = _spawn(spec)

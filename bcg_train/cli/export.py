@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.errors import exit_on_input_error
+from bcg_robot.paths import output_file
 from bcg_robot.yaml_dataclass import dump_dataclass
 
 
@@ -16,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="ONNX file to write")
     args = parser.parse_args(argv)
     with exit_on_input_error(parser.prog):
+        output_file(args.out, "--out")  # before loading the checkpoint and building the graph
         from bcg_train.export.policy import export_onnx, reference_offset_table
         from bcg_train.learn.train import check_checkpoint_motion, check_checkpoint_robot, load_checkpoint
 

@@ -20,7 +20,7 @@ def test_bench_bridge_refuses_an_out_it_cannot_write_before_measuring(tmp_path, 
     """--out was created only after minutes of measurement: a directory there, or a file in its path, was a traceback."""
     blocker = tmp_path / "file"
     blocker.write_text("")
-    for out, problem in ((tmp_path, "is a directory (--out names the JSON file to write)"),
+    for out, problem in ((tmp_path, "is a directory (--out names the file to write)"),
                          (blocker / "bench.json", "exists and is not a directory (--out)")):
         with pytest.raises(SystemExit) as exc:
             bench_bridge.main(["--no-sim2sim", "--out", str(out)])

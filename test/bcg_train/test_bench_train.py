@@ -72,9 +72,11 @@ def test_bad_arguments_are_one_line_errors(argv, message, tmp_path):
         main(argv + ["--out", str(tmp_path / "t.json")])
 
 
-def test_an_output_directory_is_refused_before_anything_runs(tmp_path):
-    with pytest.raises(SystemExit, match="is a directory; give the JSON file to write"):
+def test_an_output_directory_is_refused_before_anything_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
         main(["--out", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == f"bcg-bench-train: error: {tmp_path}: is a directory (--out names the file to write)"
 
 
 def test_an_output_folder_blocked_by_a_file_is_one_line_before_anything_runs(tmp_path, capsys, monkeypatch):

@@ -66,6 +66,18 @@ def test_export_rejects_a_missing_checkpoint(tmp_path, capsys):
     assert not (tmp_path / "p.onnx").exists()
 
 
+def test_export_refuses_an_out_it_cannot_write_before_reading_the_checkpoint(tmp_path, capsys):
+    """``--out models/`` (a folder) or a path under a file was a traceback from the ONNX writer,
+    after the checkpoint was loaded and the graph built."""
+    missing = str(tmp_path / "no_run")  # checked only after --out
+    err = _run(export_main, [missing, "--out", str(tmp_path)], capsys)
+    assert err == f"bcg-export: error: {tmp_path}: is a directory (--out names the file to write)"
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    err = _run(export_main, [missing, "--out", str(blocker / "p.onnx")], capsys)
+    assert err == f"bcg-export: error: {blocker}: exists and is not a directory (--out)"
+
+
 def test_steps_to_threshold_uses_a_moving_window():
     history = [{"tracking_error_m": e, "env_steps": 100.0 * (i + 1), "wall_s": float(i)} for i, e in enumerate([0.2] * 5 + [0.01] * 10)]
     steps, wall = steps_to_threshold(history, 0.05)
