@@ -56,6 +56,20 @@ def output_dir(path: str | Path, option: str) -> Path:
     return path
 
 
+def check_output_dir(path: str | Path, option: str) -> Path:
+    """Refuses, creating nothing, a ``path`` that :func:`output_dir` could not make: a file in
+    its place or in place of a folder above it (for a CLI that makes its folder later)."""
+    path = Path(path)
+    for existing in (path, *path.parents):
+        if existing.exists():
+            if existing.is_dir():
+                return path
+            if existing == path:
+                raise BCGInputError(path, f"exists and is not a directory ({option})")
+            raise BCGInputError(path, f"cannot create this directory ({option}): {existing} is a file")
+    return path
+
+
 def output_file(path: str | Path, option: str) -> Path:
     """``path`` as a file to write: its folder created as by :func:`output_dir`; a folder in its
     place is a :class:`BCGInputError` (``--out models/`` for an ONNX file was a traceback after

@@ -42,6 +42,7 @@ from typing import Callable
 import numpy as np
 
 from bcg_robot.errors import BCGInputError, exit_on_input_error
+from bcg_robot.paths import output_dir
 from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, config_hash, load_train_config, motion_sha256
 
 METHODS = ("shac_bcg", "shac_stiff", "ppo")
@@ -323,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--resume-ppo continues the PPO arm alone: give --methods ppo")
     with exit_on_input_error(parser.prog):
         if not args.report:
+            output_dir(args.out, "--out")  # a file there was a traceback after the first method had trained
             base = load_train_config(args.config or TRAIN_CONFIG_DIR / f"{args.task}.yaml", args.preset)
             for method in args.methods:
                 run_dir = args.out / method

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from bcg_robot.errors import exit_on_input_error
+from bcg_robot.paths import check_output_dir
 from bcg_train.learn.config import DEFAULT_TASK, PRESETS, TrainRequest, resolve_train_config
 
 
@@ -72,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             from bcg_train.motion.loader import load_motion_csv
 
             load_motion_csv(cfg.task.motion, load_robot_config(), cfg.task.motion_fps)
-        from bcg_train.learn.train import train  # JAX import after argument, config and clip errors
+        check_output_dir(cfg.run_dir, "run directory")  # a file there was a traceback from train()
+        from bcg_train.learn.train import train  # JAX import after argument, config, clip and run-directory errors
         from bcg_train.sim.jax_setup import memory_map_warning
 
         warning = memory_map_warning()

@@ -72,6 +72,16 @@ def test_report_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
     assert "none" in err and "no benchmark directory" in err and "\n" not in err
 
 
+def test_an_out_blocked_by_a_file_is_one_line_and_exit_2_before_training(tmp_path, capsys):
+    """The first method's folder was made after it had trained: a FileExistsError traceback then."""
+    blocker = tmp_path / "taken"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        main(["--methods", "shac_bcg", "--iterations", "1", "--out", str(blocker)])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == f"bcg-benchmark: error: {blocker}: exists and is not a directory (--out)"
+
+
 def test_report_of_a_directory_without_a_method_history_is_one_line_and_exit_2(tmp_path, capsys):
     """Not exit 0 with a benchmark.json of no method, which reads as a benchmark that ran nothing."""
     (tmp_path / "ppo").mkdir()  # a method folder without its history.json yet

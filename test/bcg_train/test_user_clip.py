@@ -131,6 +131,19 @@ def test_a_bad_clip_stops_bcg_train_before_jax_is_imported(tmp_path, bcg_train_e
     assert not (tmp_path / "run").exists()
 
 
+def test_a_run_directory_blocked_by_a_file_stops_bcg_train_before_jax_is_imported(tmp_path, bcg_train_exit):
+    """train() made the run directory after building the task: a FileExistsError traceback."""
+    blocker = tmp_path / "taken"
+    blocker.write_text("")
+    code, jax_imported, stderr = bcg_train_exit(["--task", "stand", "--run-dir", str(blocker)])
+    assert (code, jax_imported) == (2, False), stderr
+    assert stderr.strip().splitlines()[-1] == f"bcg-train: error: {blocker}: exists and is not a directory (run directory)"
+    code, jax_imported, stderr = bcg_train_exit(["--task", "stand", "--run-dir", str(blocker / "run")])
+    assert (code, jax_imported) == (2, False), stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"bcg-train: error: {blocker / 'run'}: cannot create this directory (run directory): {blocker} is a file")
+
+
 def test_frame_selection_and_joint_limit_report(tmp_path):
     assert strip_frame_indices(31, 6).tolist() == [0, 6, 12, 18, 24, 30]
     assert gif_frame_indices(31, 30.0, 10.0).tolist() == [0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30]
