@@ -35,6 +35,18 @@ def test_make_motions_checks_every_name_before_it_writes_a_clip(tmp_path, capsys
     assert list(tmp_path.iterdir()) == []
 
 
+def test_make_motions_refuses_a_file_where_its_folder_goes(tmp_path, capsys):
+    """A file at --out was a traceback from the first clip's write."""
+    from bcg_train.cli.make_motions import main
+
+    blocker = tmp_path / "taken"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(blocker), "stand"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == f"bcg-make-motions: error: {blocker}: exists and is not a directory (--out)"
+
+
 def test_the_trainer_uses_the_robot_packages_codec():
     # one codec: bcg_train.motion and its loader module re-export bcg_robot.motion_csv (format, checks, writer)
     from bcg_robot import motion_csv

@@ -186,6 +186,17 @@ def test_preview_rejects_a_bad_clip_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "preview").exists()
 
 
+def test_preview_refuses_a_file_where_its_folder_goes_before_rendering(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("bcg_train.cli.motion.render_preview_offscreen", lambda *a, **k: pytest.fail("rendered before checking --out"))
+    clip = shallow_squat(tmp_path / "clip.csv", frames=10)
+    blocker = tmp_path / "taken"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        motion_main(["preview", str(clip), "--out", str(blocker)])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == f"bcg-motion: error: {blocker}: exists and is not a directory (--out)\n"
+
+
 def test_preview_says_in_one_line_when_no_gl_backend_works(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(preview, "GL_BACKENDS", ("disable",))  # MuJoCo without any GL context
     clip = shallow_squat(tmp_path / "clip.csv", frames=10)
