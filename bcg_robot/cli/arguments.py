@@ -16,6 +16,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0 (a duration whose 0 means "the default" or "off")."""
+    value = _number(text, float)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1 (a count)."""
     value = _number(text, int)
@@ -29,6 +37,17 @@ def nonnegative_int(text: str) -> int:
     value = _number(text, int)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+DDS_DOMAINS = range(0, 233)  # DDS domain ids (ROS 2 and the Unitree SDK's Cyclone DDS)
+
+
+def dds_domain(text: str) -> int:
+    """A DDS domain id, 0-232."""
+    value = _number(text, int)
+    if value not in DDS_DOMAINS:
+        raise argparse.ArgumentTypeError(f"must be a DDS domain id 0-232, got {text!r}")
     return value
 
 

@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from bcg_robot.cli.arguments import positive_float
+from bcg_robot.cli.arguments import dds_domain, positive_float
 from bcg_robot.errors import exit_on_input_error
 from bcg_robot.paths import output_dir
 from bcg_robot.wire import TRANSPORT_ROS2, TRANSPORTS
@@ -24,7 +24,7 @@ def parse_args(argv: list[str] | None) -> NodeBenchSettings:
     parser.add_argument("--no-physics", action="store_true",
                         help="the bridge's G1 stays at the default pose (frozen_pose) instead of MuJoCo physics")
     parser.add_argument("--state-rate", type=positive_float, default=500.0, help="robot state rate, Hz (default 500)")
-    parser.add_argument("--sdk-domain", type=int, default=171, help="unitree_sdk DDS domain (keep it off the ROS domain)")
+    parser.add_argument("--sdk-domain", type=dds_domain, default=171, help="unitree_sdk DDS domain (keep it off the ROS domain)")
     parser.add_argument("--out-dir", default="bench_node_out", help="where JSON, PNG and process logs go")
     args = parser.parse_args(argv)
     return NodeBenchSettings(duration_s=args.duration, interface=args.interface, frozen_pose=args.no_physics,

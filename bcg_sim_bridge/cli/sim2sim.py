@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from bcg_robot.cli.arguments import dds_domain, nonnegative_float, positive_float, positive_int
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import ConfigError, ContractError, exit_on_input_error
@@ -55,24 +56,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fault", action="append", choices=(*FAULTS, "all"), default=[],
                    help="fault-injection scenario (repeatable; 'all' = every one)")
     p.add_argument("--no-nominal", action="store_true", help="only the fault scenarios")
-    p.add_argument("--run-seconds", type=float, default=0.0, help="RUN time of the nominal run (default: motion length or 4 s)")
-    p.add_argument("--dropout-ms", type=float, default=300.0)
-    p.add_argument("--push-force", type=float, default=500.0, help="N, for 0.2 s on the pelvis")
+    p.add_argument("--run-seconds", type=nonnegative_float, default=0.0, help="RUN time of the nominal run (default: motion length or 4 s)")
+    p.add_argument("--dropout-ms", type=positive_float, default=300.0)
+    p.add_argument("--push-force", type=positive_float, default=500.0, help="N, for 0.2 s on the pelvis")
     p.add_argument("--physics-hz", type=float, default=500.0, choices=(500.0, 1000.0))
     p.add_argument("--out", default="", help="report folder (default runs/sim2sim/<time>)")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True, help="render a GIF of the nominal run")
     p.add_argument("--safety-config", default="", help="the node's safety config (default: config/safety.yaml)")
-    p.add_argument("--stale-periods", type=float, default=0.0,
+    p.add_argument("--stale-periods", type=nonnegative_float, default=0.0,
                    help="override the safety config's stale_periods for this run (0: keep it); the report says so")
     p.add_argument("--nice", type=int, default=0,
                    help="niceness of bridge, node and sentinel; < 0 puts them ahead of batch jobs on a shared machine "
                         "(needs CAP_SYS_NICE, as real-time priority does on a robot PC)")
-    p.add_argument("--attempts", type=int, default=1,
+    p.add_argument("--attempts", type=positive_int, default=1,
                    help="re-run a scenario spoiled by a watchdog trip BEFORE its injection (e.g. stale state on an "
                         "overloaded machine), by a harness error or by a bridge that ran below 0.9x real time, up to "
                         "this many times in all; spoiled attempts stay in the report")
-    p.add_argument("--ros-domain", type=int, default=-1, help="ROS_DOMAIN_ID for the run (default: env or random)")
-    p.add_argument("--soak", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--ros-domain", type=dds_domain, default=-1, help="ROS_DOMAIN_ID for the run (default: env or random)")
+    p.add_argument("--soak", type=nonnegative_float, default=0.0, metavar="SECONDS",
                    help="instead of the scenarios: run the policy this long per interface and report missed deadlines, "
                         "trips, memory growth and CPU (soak.md / soak.json)")
     return p

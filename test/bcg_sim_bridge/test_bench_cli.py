@@ -39,6 +39,15 @@ def test_bench_node_refuses_a_duration_or_state_rate_that_is_not_positive(option
         f"bcg-bench-node: error: argument {option}: must be a finite number > 0, got '{value}'")
 
 
+@pytest.mark.parametrize("value", ["-1", "233"])
+def test_bench_node_refuses_an_sdk_domain_no_dds_has(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_node.parse_args(["--sdk-domain", value])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"bcg-bench-node: error: argument --sdk-domain: must be a DDS domain id 0-232, got '{value}'")
+
+
 def test_bench_node_out_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys):
     existing = tmp_path / "bench_node_out"
     existing.write_text("")

@@ -239,3 +239,20 @@ def test_a_stale_limit_past_the_sentinel_timeout_gets_a_sentinel_that_waits_long
     own = tmp_path / "slow_safety.yaml"
     own.write_text("stale_periods: 10.0\n")
     assert _safety_config(str(own), 0.0, ROBOT, policies, tmp_path).sentinel_timeout_s == pytest.approx(11 * dt)
+
+
+@pytest.mark.parametrize("option, value, problem", [
+    ("--run-seconds", "nan", "must be a finite number >= 0"), ("--run-seconds", "-4", "must be a finite number >= 0"),
+    ("--soak", "-1", "must be a finite number >= 0"), ("--stale-periods", "nan", "must be a finite number >= 0"),
+    ("--dropout-ms", "-5", "must be a finite number > 0"), ("--push-force", "nan", "must be a finite number > 0"),
+    ("--attempts", "-3", "must be an integer >= 1"), ("--ros-domain", "999", "must be a DDS domain id 0-232"),
+])
+def test_a_duration_force_count_or_domain_that_makes_no_sense_is_refused_by_the_parser(option, value, problem, capsys):
+    """These went through to the run (a negative dropout, a NaN push, a domain no DDS has); --soak and
+    --stale-periods of NaN were silently ignored."""
+    from bcg_sim_bridge.cli.sim2sim import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args([option, value])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"bcg-sim2sim: error: argument {option}: {problem}, got '{value}'"
