@@ -12,7 +12,9 @@ from pathlib import Path
 
 import jax
 
+from bcg_robot.cli.arguments import nonnegative_float, positive_float, positive_int
 from bcg_robot.errors import exit_on_input_error
+from bcg_robot.model import TRAIN_DT_RANGE
 from bcg_robot.paths import output_dir
 from bcg_train.bcg.config import Estimator
 from bcg_train.bench.gradient_variance import BenchSettings, check_targets, comparison_rows, run_benchmark, write_plot
@@ -23,25 +25,28 @@ DESCRIPTION = "gradient variance of plain vs BCG vs global smoothing"
 def parse_args(argv=None) -> tuple[BenchSettings, Path]:
     d = BenchSettings()
     p = argparse.ArgumentParser(prog="bcg-bench-gradients", description=DESCRIPTION)
-    p.add_argument("--num-starts", type=int, default=d.num_starts, help="K perturbed starts (gradient samples)")
-    p.add_argument("--horizon", type=int, default=d.horizon, help="control steps (50 Hz)")
-    p.add_argument("--drop-height", type=float, default=d.drop_height, help="m above the standing height")
-    p.add_argument("--qpos-noise", type=float, default=d.qpos_noise)
-    p.add_argument("--branches", type=int, default=d.num_branches, help="B")
-    p.add_argument("--bundle-steps", type=int, default=d.bundle_steps, help="H")
+    p.add_argument("--num-starts", type=positive_int, default=d.num_starts, help="K perturbed starts (gradient samples)")
+    p.add_argument("--horizon", type=positive_int, default=d.horizon, help="control steps (50 Hz)")
+    p.add_argument("--drop-height", type=nonnegative_float, default=d.drop_height, help="m above the standing height")
+    p.add_argument("--qpos-noise", type=nonnegative_float, default=d.qpos_noise)
+    p.add_argument("--branches", type=positive_int, default=d.num_branches, help="B")
+    p.add_argument("--bundle-steps", type=positive_int, default=d.bundle_steps, help="H")
     p.add_argument("--tau", type=float, default=d.force_threshold, help="trigger: peak contact normal force, N")
-    p.add_argument("--repeats", type=int, default=d.repeats, help="timed gradient calls after the compile")
+    p.add_argument("--repeats", type=positive_int, default=d.repeats, help="timed gradient calls after the compile")
     p.add_argument("--presets", nargs="+", default=list(d.presets), choices=["soft", "default", "stiff"])
     p.add_argument("--estimators", nargs="+", default=list(d.estimators), choices=[e.value for e in Estimator])
-    p.add_argument("--physics-dt", type=float, default=d.physics_dt)
-    p.add_argument("--solver-iterations", type=int, default=None,
+    p.add_argument("--physics-dt", type=positive_float, default=d.physics_dt, help="s, within the train model's range")
+    p.add_argument("--solver-iterations", type=positive_int, default=None,
                    help="the train model's Newton iterations (default: bcg_robot.model's, 4)")
     p.add_argument("--float64", action="store_true")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--out-dir", type=Path, default=Path("runs/bench_gradients"))
     a = p.parse_args(argv)
-    if a.solver_iterations is not None and a.solver_iterations < 1:
-        p.error(f"--solver-iterations must be >= 1, got {a.solver_iterations}")
+    if a.num_starts < 2:
+        p.error(f"--num-starts must be >= 2 (a variance needs two gradients), got {a.num_starts}")
+    lo, hi = TRAIN_DT_RANGE
+    if not lo - 1e-12 <= a.physics_dt <= hi + 1e-12:  # the train model's range (bcg_robot.model)
+        p.error(f"--physics-dt must be in [{lo:g}, {hi:g}] s, got {a.physics_dt:g}")
     settings = BenchSettings(
         num_starts=a.num_starts,
         horizon=a.horizon,

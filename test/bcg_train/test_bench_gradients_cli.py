@@ -21,10 +21,21 @@ def test_arguments_reach_the_settings():
     assert (settings.force_threshold, settings.num_starts, settings.horizon, out_dir) == (1600.0, 8, 8, Path("out/g"))
 
 
-def test_a_solver_iteration_count_below_one_is_refused(capsys):
-    with pytest.raises(SystemExit):
-        parse_args(["--solver-iterations", "0"])
-    assert "--solver-iterations must be >= 1, got 0" in capsys.readouterr().err
+@pytest.mark.parametrize("argv, problem", [
+    (["--solver-iterations", "0"], "argument --solver-iterations: must be an integer >= 1, got '0'"),
+    # these were tracebacks from inside the benchmark, or (--num-starts 0) a run that never ended
+    (["--horizon", "-1"], "argument --horizon: must be an integer >= 1, got '-1'"),
+    (["--num-starts", "0"], "argument --num-starts: must be an integer >= 1, got '0'"),
+    (["--num-starts", "1"], "--num-starts must be >= 2 (a variance needs two gradients), got 1"),
+    (["--physics-dt", "nan"], "argument --physics-dt: must be a finite number > 0, got 'nan'"),
+    (["--physics-dt", "0.001"], "--physics-dt must be in [0.004, 0.005] s, got 0.001"),
+    (["--qpos-noise=-0.001"], "argument --qpos-noise: must be a finite number >= 0, got '-0.001'"),
+])
+def test_settings_the_benchmark_cannot_run_are_one_line_errors(argv, problem, capsys):
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv)
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"bcg-bench-gradients: error: {problem}"
 
 
 def test_an_unknown_estimator_is_refused():
