@@ -41,6 +41,7 @@ from typing import Callable
 
 import numpy as np
 
+from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_int
 from bcg_robot.errors import BCGInputError, exit_on_input_error
 from bcg_robot.paths import output_dir
 from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, config_hash, load_train_config, motion_sha256
@@ -299,27 +300,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default="squat", help="default squat (a posture change to learn, not a pose to hold)")
     parser.add_argument("--config", type=Path, default=None)
     parser.add_argument("--preset", choices=PRESETS, default="cpu-small")
-    parser.add_argument("--iterations", type=int, default=100, help="iterations per method")
-    parser.add_argument("--ppo-envs", type=int, default=64, help="PPO environments (published: 4096)")
-    parser.add_argument("--eval-every", type=int, default=50, help="iterations between the policies each method leaves to be judged")
-    parser.add_argument("--eval-max-falls", type=int, default=2, help="evaluated threshold: most falls on the selection seeds")
-    parser.add_argument("--eval-max-etrack", type=float, default=2.5, help="evaluated threshold: largest E_track (cm)")
-    parser.add_argument("--threshold", type=float, default=2.5,
+    parser.add_argument("--iterations", type=positive_int, default=100, help="iterations per method")
+    parser.add_argument("--ppo-envs", type=positive_int, default=64, help="PPO environments (published: 4096)")
+    parser.add_argument("--eval-every", type=positive_int, default=50, help="iterations between the policies each method leaves to be judged")
+    parser.add_argument("--eval-max-falls", type=nonnegative_int, default=2, help="evaluated threshold: most falls on the selection seeds")
+    parser.add_argument("--eval-max-etrack", type=positive_float, default=2.5, help="evaluated threshold: largest E_track (cm)")
+    parser.add_argument("--threshold", type=positive_float, default=2.5,
                         help="training threshold (cm) on the training's tracking_error_m: world-frame key-body error, drift and the "
                              "steps before a fall included, so not bcg-eval's root-relative E_track")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--out", type=Path, default=Path("runs/benchmark"))
-    parser.add_argument("--max-train-s", type=float, default=None,
+    parser.add_argument("--max-train-s", type=positive_float, default=None,
                         help="end each method after the iteration that ends this long after its first (compiling) one")
     parser.add_argument("--resume-ppo", type=Path, default=None,
                         help="continue the PPO arm from its policies/itNNNNNN.params.pkl (networks and normalizer; brax starts "
                              "its optimizer and environments fresh); --iterations more are run")
     parser.add_argument("--report", action="store_true", help="train nothing: write benchmark.json from what --out holds")
     args = parser.parse_args(argv)
-    if args.eval_every < 1 or args.eval_max_falls < 0 or args.iterations < 1:
-        parser.error("--eval-every and --iterations must be >= 1 and --eval-max-falls >= 0")
-    if args.max_train_s is not None and not args.max_train_s > 0:
-        parser.error("--max-train-s must be > 0")
     if args.resume_ppo is not None and args.methods != ["ppo"]:
         parser.error("--resume-ppo continues the PPO arm alone: give --methods ppo")
     with exit_on_input_error(parser.prog):

@@ -13,6 +13,7 @@ import json
 import time
 from pathlib import Path
 
+from bcg_robot.cli.arguments import positive_int
 from bcg_robot.errors import exit_on_input_error
 from bcg_robot.paths import output_dir
 from bcg_train.claim.protocol import METHOD_NAMES, ClaimProtocol, method_by_name
@@ -20,14 +21,12 @@ from bcg_train.claim.protocol import METHOD_NAMES, ClaimProtocol, method_by_name
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-claim", description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 of every method")
+    parser.add_argument("--seeds", type=positive_int, default=5, help="seeds 0..N-1 of every method")
     parser.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES))
     parser.add_argument("--out", type=Path, default=Path("runs/claim"))
-    parser.add_argument("--shac-iterations", type=int, default=None,
+    parser.add_argument("--shac-iterations", type=positive_int, default=None,
                         help="quick checks only: SHAC iterations (PPO keeps 10x SHAC's env steps); the protocol's is 100")
     args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error("--seeds must be >= 1")
     with exit_on_input_error(parser.prog):
         output_dir(args.out, "--out")
 

@@ -72,6 +72,27 @@ def test_report_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
     assert "none" in err and "no benchmark directory" in err and "\n" not in err
 
 
+@pytest.mark.parametrize("option, value, problem", [
+    ("--ppo-envs", "0", "must be an integer >= 1"),  # was brax's ZeroDivisionError after the setup
+    ("--iterations", "0", "must be an integer >= 1"), ("--eval-max-falls", "-1", "must be an integer >= 0"),
+    ("--threshold", "nan", "must be a finite number > 0"), ("--eval-max-etrack", "nan", "must be a finite number > 0"),
+])
+def test_counts_and_thresholds_that_make_no_sense_are_refused_by_the_parser(option, value, problem, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([option, value, "--report"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"bcg-benchmark: error: argument {option}: {problem}, got '{value}'"
+
+
+def test_claim_refuses_a_shac_iteration_count_below_one(capsys):
+    from bcg_train.cli.claim import main as claim_main
+
+    with pytest.raises(SystemExit) as exc:  # --shac-iterations 0 ran on without end
+        claim_main(["--shac-iterations", "0"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "bcg-claim: error: argument --shac-iterations: must be an integer >= 1, got '0'"
+
+
 def test_an_out_blocked_by_a_file_is_one_line_and_exit_2_before_training(tmp_path, capsys):
     """The first method's folder was made after it had trained: a FileExistsError traceback then."""
     blocker = tmp_path / "taken"
