@@ -40,8 +40,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bcg_robot.cli.arguments import positive_float, positive_int
 from bcg_robot.errors import exit_on_input_error
+from bcg_robot.model import TRAIN_DT_RANGE
 from bcg_robot.paths import output_file
+from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, load_train_config
 
 ESTIMATORS = ("plain", "bcg")
 HOPPER = "hopper"
@@ -264,12 +267,12 @@ def _spawn(spec: BenchSpec) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bcg-bench-train", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="squat", help="config/train/<task>.yaml, or 'hopper' (default squat)")
-    p.add_argument("--preset", default="cpu-small", help="training preset for G1 tasks (default cpu-small)")
+    p.add_argument("--preset", choices=PRESETS, default="cpu-small", help="training preset for G1 tasks (default cpu-small)")
     p.add_argument("--num-envs", type=int, nargs="+", default=[8, 32])
     p.add_argument("--estimators", nargs="+", choices=ESTIMATORS, default=list(ESTIMATORS))
     p.add_argument("--iterations", type=int, default=5, help="timed iterations per row after the compile (>= 5)")
-    p.add_argument("--horizon", type=int, default=None, help="override the config's SHAC horizon")
-    p.add_argument("--physics-dt", type=float, default=None, help="G1 tasks: the train model's physics step in s (default: the config's)")
+    p.add_argument("--horizon", type=positive_int, default=None, help="override the config's SHAC horizon")
+    p.add_argument("--physics-dt", type=positive_float, default=None, help="G1 tasks: the train model's physics step in s (default: the config's)")
     p.add_argument("--solver-iterations", type=int, nargs="+", default=None,
                    help="G1 tasks: the train model's Newton iterations: rows for each value (default: the config's)")
     p.add_argument("--contact", choices=("soft", "default", "stiff"), default="stiff", help="contact preset (default stiff)")
@@ -314,7 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         for tau in ([None] if est == "plain" or args.tau is None else args.tau)
     ]
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "worker"}
+    if args.physics_dt is not None and not TRAIN_DT_RANGE[0] - 1e-12 <= args.physics_dt <= TRAIN_DT_RANGE[1] + 1e-12:
+        raise SystemExit(f"bcg-bench-train: --physics-dt must be in [{TRAIN_DT_RANGE[0]:g}, {TRAIN_DT_RANGE[1]:g}] s, got {args.physics_dt:g}")
     with exit_on_input_error(parser.prog):  # before minutes of compiling
+        if args.task != HOPPER:  # a missing task or a bad config was found in each worker, a FAILED row each
+            load_train_config(TRAIN_CONFIG_DIR / f"{args.task}.yaml", args.preset).validate()
         output_file(args.out, "--out")
     rows, failed = [], []
     for spec in tqdm(specs, desc="bcg-bench-train", dynamic_ncols=True):

@@ -72,6 +72,26 @@ def test_bad_arguments_are_one_line_errors(argv, message, tmp_path):
         main(argv + ["--out", str(tmp_path / "t.json")])
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--preset", "bogus"], "argument --preset: invalid choice: 'bogus'"),
+    (["--horizon", "-1"], "argument --horizon: must be an integer >= 1, got '-1'"),
+    (["--physics-dt", "nan"], "argument --physics-dt: must be a finite number > 0, got 'nan'"),
+    (["--task", "nonexist"], "nonexist.yaml"),
+])
+def test_a_task_preset_or_setting_no_worker_could_run_is_refused_before_any_is_spawned(argv, message, tmp_path, capsys, monkeypatch):
+    """Found only in each worker before: a FAILED row per configuration, an empty table, exit 1."""
+    import bcg_train.cli.bench_train as cli
+
+    monkeypatch.setattr(cli, "_spawn", lambda spec: pytest.fail("a worker was spawned"))
+    with pytest.raises(SystemExit) as exit_:
+        main(argv + ["--out", str(tmp_path / "t.json")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage lines come before it
+    assert err.startswith("bcg-bench-train: error: ") and message in err, err
+    with pytest.raises(SystemExit, match=r"--physics-dt must be in \[0.004, 0.005\] s, got 0.001"):
+        main(["--physics-dt", "0.001", "--out", str(tmp_path / "t.json")])
+
+
 def test_an_output_directory_is_refused_before_anything_runs(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--out", str(tmp_path)])
