@@ -130,6 +130,8 @@ class TrainConfig:
             raise ValueError("devices must be >= 0")
         if self.checkpoint_every < 1:  # found after the first compiled iteration otherwise (minutes on the G1)
             raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
+        if not 0 <= self.seed < 2**32:  # jax.random.PRNGKey's range (a larger one overflowed after the task was built)
+            raise ValueError(f"seed must be in [0, 2**32), got {self.seed}")
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

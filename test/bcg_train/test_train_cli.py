@@ -50,6 +50,7 @@ def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
     ("task:\n  domain:\n    friction: [-1.0, -0.5]\n", "'friction': bounds must be > 0, got [-1.0, -0.5]"),
     ("shac:\n  horizon: 8\n  horizon: 32\n", "key 'horizon' given twice"),
     ("shac:\n  actor_hidden: [64, 0]\n", "shac.actor_hidden must list layer widths >= 1, got [64, 0]"),  # constant outputs
+    ("seed: 18446744073709551616\n", "seed must be in [0, 2**32), got 18446744073709551616"),  # an OverflowError in PRNGKey
 ])
 def test_train_rejects_values_that_would_fail_or_train_nothing_after_the_compile(tmp_path, capsys, text, message):
     bad = tmp_path / "bad.yaml"
