@@ -83,7 +83,9 @@ def foot_sphere_name(foot_body: str, k: int) -> str:
     return f"{foot_body}_sphere{k}"
 
 
-def _check_dt(variant: str, dt: float) -> None:
+def check_physics_dt(variant: str, dt: float) -> None:
+    """A ValueError unless ``dt`` lies in the variant's physics step range (``TRAIN_DT_RANGE``,
+    ``BRIDGE_DT_RANGE``); CLIs that take a physics step check it with this before any work."""
     lo, hi = TRAIN_DT_RANGE if variant == "train" else BRIDGE_DT_RANGE
     if not lo - 1e-12 <= dt <= hi + 1e-12:
         raise ValueError(f"{variant} physics_dt {dt} outside [{lo:.4g}, {hi:.4g}] s")
@@ -219,7 +221,7 @@ def build_spec(
         if value is not None and value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
     dt = physics_dt if physics_dt is not None else (0.005 if variant == "train" else 0.002)
-    _check_dt(variant, dt)
+    check_physics_dt(variant, dt)
     preset_name = contact if contact is not None else ("default" if variant == "train" else "stiff")
     if preset_name not in CONTACT_PRESETS:
         raise ValueError(f"unknown contact preset '{preset_name}' ({' | '.join(CONTACT_PRESETS)})")

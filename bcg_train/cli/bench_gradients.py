@@ -14,7 +14,7 @@ import jax
 
 from bcg_robot.cli.arguments import nonnegative_float, positive_float, positive_int
 from bcg_robot.errors import exit_on_input_error
-from bcg_robot.model import TRAIN_DT_RANGE
+from bcg_robot.model import check_physics_dt
 from bcg_robot.paths import output_dir
 from bcg_train.bcg.config import Estimator
 from bcg_train.bench.gradient_variance import BenchSettings, check_targets, comparison_rows, run_benchmark, write_plot
@@ -44,9 +44,10 @@ def parse_args(argv=None) -> tuple[BenchSettings, Path]:
     a = p.parse_args(argv)
     if a.num_starts < 2:
         p.error(f"--num-starts must be >= 2 (a variance needs two gradients), got {a.num_starts}")
-    lo, hi = TRAIN_DT_RANGE
-    if not lo - 1e-12 <= a.physics_dt <= hi + 1e-12:  # the train model's range (bcg_robot.model)
-        p.error(f"--physics-dt must be in [{lo:g}, {hi:g}] s, got {a.physics_dt:g}")
+    try:
+        check_physics_dt("train", a.physics_dt)
+    except ValueError as err:
+        p.error(f"argument --physics-dt: {err}")
     settings = BenchSettings(
         num_starts=a.num_starts,
         horizon=a.horizon,

@@ -42,7 +42,7 @@ from typing import Any
 
 from bcg_robot.cli.arguments import positive_float, positive_int
 from bcg_robot.errors import exit_on_input_error
-from bcg_robot.model import TRAIN_DT_RANGE
+from bcg_robot.model import check_physics_dt
 from bcg_robot.paths import output_file
 from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, load_train_config
 
@@ -317,8 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         for tau in ([None] if est == "plain" or args.tau is None else args.tau)
     ]
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "worker"}
-    if args.physics_dt is not None and not TRAIN_DT_RANGE[0] - 1e-12 <= args.physics_dt <= TRAIN_DT_RANGE[1] + 1e-12:
-        raise SystemExit(f"bcg-bench-train: --physics-dt must be in [{TRAIN_DT_RANGE[0]:g}, {TRAIN_DT_RANGE[1]:g}] s, got {args.physics_dt:g}")
+    if args.physics_dt is not None:
+        try:
+            check_physics_dt("train", args.physics_dt)
+        except ValueError as err:
+            raise SystemExit(f"bcg-bench-train: --physics-dt: {err}") from None
     with exit_on_input_error(parser.prog):  # before minutes of compiling
         if args.task != HOPPER:  # a missing task or a bad config was found in each worker, a FAILED row each
             load_train_config(TRAIN_CONFIG_DIR / f"{args.task}.yaml", args.preset).validate()

@@ -28,7 +28,7 @@ def test_arguments_reach_the_settings():
     (["--num-starts", "0"], "argument --num-starts: must be an integer >= 1, got '0'"),
     (["--num-starts", "1"], "--num-starts must be >= 2 (a variance needs two gradients), got 1"),
     (["--physics-dt", "nan"], "argument --physics-dt: must be a finite number > 0, got 'nan'"),
-    (["--physics-dt", "0.001"], "--physics-dt must be in [0.004, 0.005] s, got 0.001"),
+    (["--physics-dt", "0.001"], "argument --physics-dt: train physics_dt 0.001 outside [0.004, 0.005] s"),
     (["--qpos-noise=-0.001"], "argument --qpos-noise: must be a finite number >= 0, got '-0.001'"),
 ])
 def test_settings_the_benchmark_cannot_run_are_one_line_errors(argv, problem, capsys):

@@ -88,7 +88,7 @@ def test_a_task_preset_or_setting_no_worker_could_run_is_refused_before_any_is_s
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage lines come before it
     assert err.startswith("bcg-bench-train: error: ") and message in err, err
-    with pytest.raises(SystemExit, match=r"--physics-dt must be in \[0.004, 0.005\] s, got 0.001"):
+    with pytest.raises(SystemExit, match=r"--physics-dt: train physics_dt 0.001 outside \[0.004, 0.005\] s"):
         main(["--physics-dt", "0.001", "--out", str(tmp_path / "t.json")])
 
 
