@@ -3,7 +3,8 @@
 In a source checkout they sit at the repository root; after ``colcon build`` or on a
 robot PC they are installed under ``share/bcg_policy_node``. :func:`output_dir` makes a
 CLI's output folder and :func:`output_file` the folder of its output file, a file or a
-folder in the way being bad input.
+folder in the way being bad input; :func:`check_output_files` refuses, before the work, a folder
+named as one of the files a CLI will write into its output folder.
 """
 
 from __future__ import annotations
@@ -79,3 +80,12 @@ def output_file(path: str | Path, option: str) -> Path:
         raise BCGInputError(path, f"is a directory ({option} names the file to write)")
     output_dir(path.parent, option)
     return path
+
+
+def check_output_files(folder: str | Path, names, option: str) -> None:
+    """Refuses, before any work, a folder in place of a file the CLI will write into ``folder``
+    (``summary.json/`` made by hand: the write was a traceback after minutes of rollouts)."""
+    for name in names:
+        path = Path(folder) / name
+        if path.is_dir():
+            raise BCGInputError(path, f"is a directory, where {option} gets this file")

@@ -16,6 +16,19 @@ def positive_float(text: str) -> float:
     return value
 
 
+def positive_float_at_most(limit: float):
+    """A :func:`positive_float` validator that also refuses values above ``limit`` (a rollout's
+    length: ``--duration 1e308`` was an OverflowError traceback after the models had loaded)."""
+
+    def validate(text: str) -> float:
+        value = positive_float(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit:g}, got {text!r}")
+        return value
+
+    return validate
+
+
 def nonnegative_float(text: str) -> float:
     """A finite number >= 0 (a duration whose 0 means "the default" or "off")."""
     value = _number(text, float)

@@ -34,6 +34,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import math
 import pickle
 import re
 from pathlib import Path
@@ -43,7 +44,7 @@ import numpy as np
 
 from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_int
 from bcg_robot.errors import BCGInputError, exit_on_input_error
-from bcg_robot.paths import output_dir
+from bcg_robot.paths import check_output_files, output_dir
 from bcg_train.learn.config import PRESETS, TRAIN_CONFIG_DIR, config_hash, load_train_config, motion_sha256
 
 METHODS = ("shac_bcg", "shac_stiff", "ppo")
@@ -192,19 +193,24 @@ def method_config(base, method: str, run_dir: Path, eval_every: int):
 
 
 # what the report reads of every history row
+REPORT_FILES = ("benchmark.json", "benchmark.png")  # what report() writes into --out
 HISTORY_KEYS = ("env_steps", "wall_s", "tracking_error_m", "reward")
 
 
 def _checked_rows(path: Path, rows, keys: tuple[str, ...] = HISTORY_KEYS) -> list[dict]:
-    """``rows`` when it is a non-empty list of rows that each hold a number under every one of ``keys``;
-    else a :class:`BCGInputError` naming the file."""
+    """``rows`` when it is a non-empty list of rows that each hold a finite number under every one of
+    ``keys``; else a :class:`BCGInputError` naming the file (a NaN gave a report of NaNs, exit 0)."""
     if not isinstance(rows, list) or not rows:
         raise BCGInputError(path, "no rows")
     for i, row in enumerate(rows, start=1):
-        missing = [k for k in keys if not isinstance(row, dict) or not isinstance(row.get(k), (int, float))]
+        missing = [k for k in keys if not isinstance(row, dict) or not _is_finite_number(row.get(k))]
         if missing:
-            raise BCGInputError(path, f"row {i} has no number under {', '.join(missing)}")
+            raise BCGInputError(path, f"row {i} has no finite number under {', '.join(missing)}")
     return rows
+
+
+def _is_finite_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def history_from_json(path: Path) -> tuple[list[dict], float]:
@@ -248,6 +254,7 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
     """benchmark.json from each method's history and selection table under ``out``."""
     from bcg_train.cli.select_checkpoint import read_rows
 
+    check_output_files(out, REPORT_FILES, "--out")
     results, plotted = {}, {}
     for method in METHODS:
         run = out / method
@@ -322,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     with exit_on_input_error(parser.prog):
         if not args.report:
             output_dir(args.out, "--out")  # a file there was a traceback after the first method had trained
+            check_output_files(args.out, REPORT_FILES, "--out")  # the report comes after the training
             base = load_train_config(args.config or TRAIN_CONFIG_DIR / f"{args.task}.yaml", args.preset)
             for method in args.methods:
                 run_dir = args.out / method

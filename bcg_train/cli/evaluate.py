@@ -18,12 +18,15 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # offscreen rendering without a displ
 
 import numpy as np
 
-from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_int
+from bcg_robot.cli.arguments import nonnegative_int, positive_float_at_most, positive_int
 from bcg_robot.config import load_robot_config
 from bcg_robot.metrics import FALL_HEIGHT_M
 from bcg_robot.errors import ContractError, exit_on_input_error
 from bcg_robot.gif import write_gif
 from bcg_robot.model import build_model
+from bcg_train.evaluate import MAX_DURATION_S
+# what bcg-eval writes into its output folder (a folder in the place of one is refused before the rollouts)
+OUTPUT_FILES = ("eval.png", "summary.json")
 
 
 def _plot(results, path: Path, title: str) -> None:
@@ -102,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("policy", type=Path, help="ONNX policy exported by bcg-export")
     parser.add_argument("--seeds", type=positive_int, default=5, help="number of rollouts (seeds first-seed, first-seed + 1, ...)")
     parser.add_argument("--first-seed", type=nonnegative_int, default=0, help="first seed; choose checkpoints on one range, report on another")
-    parser.add_argument("--duration", type=positive_float, default=10.0, help="seconds per rollout")
+    parser.add_argument("--duration", type=positive_float_at_most(MAX_DURATION_S), default=10.0,
+                        help=f"seconds per rollout (at most {MAX_DURATION_S:g})")
     parser.add_argument("--motion", type=Path, default=None, help="reference CSV (default: models/motions/<motion id>.csv)")
     parser.add_argument("--train-config", type=Path, default=None, help="training config (DR ranges, contact; default: <policy>.train.yaml)")
     parser.add_argument("--no-dr", action="store_true", help="evaluate without domain randomization")
@@ -114,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     with exit_on_input_error(parser.prog):
-        from bcg_robot.paths import output_dir, share_file
+        from bcg_robot.paths import check_output_files, output_dir, share_file
         from bcg_robot.onnx_policy import OnnxPolicy
         from bcg_train.evaluate.rollout import rollout
         from bcg_train.learn.config import TrainConfig, load_train_config
@@ -135,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             motion = share_file("models/motions/stand.csv")
         reference = load_reference_motion(motion, robot)
         out = output_dir(args.out or args.policy.parent / f"{args.policy.stem}_{args.baseline or 'eval'}", "--out")
+        video_name = f"seed{args.first_seed}.mp4"
+        check_output_files(out, (*OUTPUT_FILES, *((video_name, f"seed{args.first_seed}_frames.png", f"seed{args.first_seed}.gif")
+                                                  if args.video else ()),
+                                 *((f"baseline_{args.baseline}.onnx",) if args.baseline else ())), "--out")
         if args.baseline is not None:
             from bcg_train.evaluate.baselines import write_baseline_policy
 
@@ -195,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             f"foot penetration train - bridge {pen_diff.mean():+.2f} mm; plot {out / 'eval.png'}"
         )
         if video is not None:
-            print(video.save(out / f"seed{seeds[0]}.mp4"))
+            print(video.save(out / video_name))
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from bcg_robot.config import load_robot_config
 from bcg_robot.errors import exit_on_input_error
 from bcg_robot.model import build_model
-from bcg_robot.paths import output_dir
+from bcg_robot.paths import check_output_files, output_dir
 from bcg_train.motion.loader import write_motion_csv
 from bcg_train.motion.synthesize import MOTIONS, MOTIONS_DIR, synthesize
 
@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_robot_config(args.robot) if args.robot else load_robot_config()
         model = build_model(cfg, "train")
         output_dir(args.out, "--out")
+        check_output_files(args.out, [f"{name}.csv" for name in args.motions], "--out")  # before any clip is written
         for name in args.motions:
             clip = synthesize(name, cfg, model)
             path = write_motion_csv(

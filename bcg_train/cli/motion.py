@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
 from bcg_robot.errors import exit_on_input_error
-from bcg_robot.paths import check_output_dir
+from bcg_robot.paths import check_output_dir, check_output_files
 from bcg_train.motion.loader import CSV_FPS, load_motion_csv
 from bcg_train.motion.preview import (
     PreviewRenderError,
@@ -57,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         robot = load_robot_config(args.robot_config)
         clip = load_motion_csv(args.clip, robot, args.fps)
         out = check_output_dir(args.out if args.out is not None else default_out_dir(args.clip), "--out")  # before rendering
+        paths = preview_paths(args.clip, out)
+        check_output_files(out, (paths.strip.name, paths.gif.name), "--out")
     summary = clip_summary(clip, robot)
-    paths = preview_paths(args.clip, out)
     if summary.limits.frames_outside:
         print(
             f"{parser.prog}: warning: {args.clip}: {summary.limits.frames_outside} of {clip.num_frames} frames have a joint "

@@ -27,12 +27,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import re
 import time
 from pathlib import Path
 
-from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_int
+from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_float_at_most, positive_int
 from bcg_robot.errors import BCGInputError, ContractError, exit_on_input_error
+from bcg_robot.paths import output_dir
+from bcg_train.evaluate import MAX_DURATION_S
 
 # flight_s: the mean over seeds of the longest time with both feet off the floor (s; bcg-eval's
 # longest_flight_s_mean), so a jump's hop and flight show in the table; blank in tables written before it
@@ -64,7 +67,10 @@ def best_row(rows: list[dict]) -> dict:
 
 def read_rows(path: Path) -> list[dict]:
     """The table's rows, typed; a column the table lacks (written before it existed) or a blank
-    cell reads as None, a cell that is not a number is a :class:`BCGInputError` naming the file."""
+    cell reads as None; a cell that is not a finite number, or a folder in the table's place, is a
+    :class:`BCGInputError` naming the file."""
+    if path.is_dir():
+        raise BCGInputError(path, "is a directory, not a selection table")
     if not path.is_file():
         return []
     with open(path, newline="") as f:
@@ -78,9 +84,11 @@ def _typed_row(path: Path, line: int, row: dict) -> dict:
         cell = row.get(k)
         try:
             typed[k] = None if cell in (None, "") else (int(cell) if k in _INT_FIELDS else float(cell))
+            if typed[k] is not None and not math.isfinite(typed[k]):
+                raise ValueError
         except ValueError:
             raise BCGInputError(path, f"line {line}: column '{k}' is {cell!r}, not "
-                                      f"{'an integer' if k in _INT_FIELDS else 'a number'}") from None
+                                      f"{'an integer' if k in _INT_FIELDS else 'a finite number'}") from None
     return typed
 
 
@@ -122,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=positive_int, default=50, help="evaluate checkpoints whose iteration is a multiple of this")
     parser.add_argument("--seeds", type=positive_int, default=20, help="selection seeds per checkpoint")
     parser.add_argument("--first-seed", type=nonnegative_int, default=0, help="first selection seed (report on other seeds)")
-    parser.add_argument("--duration", type=positive_float, default=8.0, help="seconds per rollout")
+    parser.add_argument("--duration", type=positive_float_at_most(MAX_DURATION_S), default=8.0,
+                        help=f"seconds per rollout (at most {MAX_DURATION_S:g})")
     parser.add_argument("--watch", action="store_true", help="follow a running bcg-train until it writes summary.json")
     parser.add_argument("--train-config", type=Path, default=None,
                         help="judge every checkpoint under this training config's DR and contact (default: the run's own)")
@@ -138,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ContractError(args.run_dir, "no such run directory" + (f" after {WATCH_START_TIMEOUT_S:g} s" if args.watch else ""))
         if args.train_config is not None and not args.train_config.is_file():
             raise ContractError(args.train_config, "no such training config (--train-config)")
-        out = args.run_dir / "select"
-        out.mkdir(exist_ok=True)
+        out = output_dir(args.run_dir / "select", "the run's select/ folder")
         table = out / "checkpoints.csv"
         rows = read_rows(table)
         while True:

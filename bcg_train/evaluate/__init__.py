@@ -1,1 +1,6 @@
 """Sim-to-sim evaluation of exported ONNX policies in plain MuJoCo."""
+
+# the longest rollout bcg-eval and bcg-select-checkpoint take: an hour of simulated time is
+# 180,000 control steps per seed and hours of CPU; anything longer is a typo (and --duration
+# 1e308 overflowed the step count)
+MAX_DURATION_S = 3600.0

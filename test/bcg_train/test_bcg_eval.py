@@ -94,16 +94,19 @@ def test_eval_refuses_bad_numbers_before_it_imports_jax(tmp_path):
     """No seed, a negative seed or a NaN duration is argparse's error (exit 2, naming the option) in
     a fresh process that has not imported JAX yet, not a traceback after the rollouts start."""
     code = ("import sys\nfrom bcg_train.cli.evaluate import main\n"
-            "for bad in (['--seeds', '0'], ['--first-seed', '-1'], ['--duration', 'nan']):\n"
+            "for bad in (['--seeds', '0'], ['--first-seed', '-1'], ['--duration', 'nan'], ['--duration', '1e308']):\n"
             "    try:\n        main([sys.argv[1], '--seeds', '1', '--duration', '0.1', '--out', sys.argv[2], *bad])\n"
             "    except SystemExit as exc:\n        print(bad[0], exc.code, 'jax' in sys.modules)\n")
     proc = subprocess.run([sys.executable, "-c", code, str(_policy(tmp_path)), str(tmp_path / "out")],
                           cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
-    assert proc.stdout.splitlines() == ["--seeds 2 False", "--first-seed 2 False", "--duration 2 False"], proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["--seeds 2 False", "--first-seed 2 False", "--duration 2 False", "--duration 2 False"], \
+        proc.stdout + proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("bcg-eval: error:")]
     assert errors == ["bcg-eval: error: argument --seeds: must be an integer >= 1, got '0'",
                       "bcg-eval: error: argument --first-seed: must be an integer >= 0, got '-1'",
-                      "bcg-eval: error: argument --duration: must be a finite number > 0, got 'nan'"]
+                      "bcg-eval: error: argument --duration: must be a finite number > 0, got 'nan'",
+                      # 1e308 s overflowed the step count: a traceback after the models had loaded
+                      "bcg-eval: error: argument --duration: must be at most 3600, got '1e308'"]
     assert not (tmp_path / "out").exists()
 
 
@@ -114,6 +117,20 @@ def test_eval_out_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys):
         eval_main([str(_policy(tmp_path)), "--seeds", "1", "--duration", "0.1", "--out", str(existing)])
     assert exc.value.code == 2
     assert capsys.readouterr().err.strip() == f"bcg-eval: error: {existing}: exists and is not a directory (--out)"
+
+
+@pytest.mark.parametrize("blocked", ["summary.json", "eval.png"])
+def test_eval_into_a_folder_where_its_file_goes_is_one_line_and_exit_2_before_the_rollouts(tmp_path, capsys, monkeypatch, blocked):
+    """Was IsADirectoryError's traceback after every rollout had run."""
+    import bcg_train.evaluate.rollout as rollout_module
+
+    out = tmp_path / "out"
+    (out / blocked).mkdir(parents=True)
+    monkeypatch.setattr(rollout_module, "rollout", lambda *a, **k: pytest.fail("rolled out before refusing"))
+    with pytest.raises(SystemExit) as exc:
+        eval_main([str(_policy(tmp_path)), "--seeds", "1", "--duration", "0.1", "--out", str(out)])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == f"bcg-eval: error: {out / blocked}: is a directory, where --out gets this file"
 
 
 def test_eval_video_comes_with_a_frame_strip(tmp_path):

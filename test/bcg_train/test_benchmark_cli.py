@@ -121,13 +121,18 @@ _METRICS_HEADER = "iteration,env_steps,wall_s,tracking_error_m,reward\n"
     ("shac_bcg", "history.json", '{"rows": [', "not readable as JSON"),  # cut short while it was written
     ("ppo", "history.json", "{}", "not a bcg-benchmark history"),
     ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": []}', "no rows"),
-    ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256}]}', "row 1 has no number under wall_s"),
+    ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256}]}', "row 1 has no finite number under wall_s"),
+    ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256, "wall_s": 1, "tracking_error_m": NaN, '
+                            '"reward": 1}]}', "row 1 has no finite number under tracking_error_m"),  # was a report of NaNs, exit 0
     ("shac_stiff", "metrics.csv", _METRICS_HEADER + "0,0,1,0.1,1\n", "row 1: iteration 0"),
     ("shac_stiff", "metrics.csv", _METRICS_HEADER + "1,256,x,0.1,1\n", "not a bcg-train metrics table"),
+    ("shac_stiff", "metrics.csv", _METRICS_HEADER + "1,256,1,nan,1\n", "row 1 has no finite number under tracking_error_m"),
     ("shac_bcg", "select/checkpoints.csv", "iteration,falls,seeds,e_track_cm,root_z_cm\n50,abc,20,1.0,1.0\n",
      "line 2: column 'falls' is 'abc', not an integer"),
-], ids=["history_cut_short", "history_empty_object", "history_no_rows", "history_row_incomplete", "metrics_iteration_0",
-        "metrics_not_a_number", "selection_table_not_a_number"])
+    ("shac_bcg", "select/checkpoints.csv", "iteration,falls,seeds,e_track_cm,root_z_cm\n50,1,20,nan,1.0\n",
+     "line 2: column 'e_track_cm' is 'nan', not a finite number"),
+], ids=["history_cut_short", "history_empty_object", "history_no_rows", "history_row_incomplete", "history_nan",
+        "metrics_iteration_0", "metrics_not_a_number", "metrics_nan", "selection_table_not_a_number", "selection_table_nan"])
 def test_report_of_an_unreadable_history_or_table_is_one_line_naming_the_file(tmp_path, capsys, method, name, text, problem):
     _write_method(tmp_path, "shac_bcg", 256, 10, [(5, 0, 1.0)])
     (tmp_path / method / name).parent.mkdir(parents=True, exist_ok=True)
@@ -254,3 +259,18 @@ def test_a_ppo_part_stops_at_its_time_limit_and_hands_over_its_rows_as_it_goes(t
     # the first row is the compiling iteration (0 s by definition); the second ends past the limit
     assert len(rows) == 2 and saved == [1, 2]
     assert [r["env_steps"] for r in rows] == [8 * 24 * 8.0, 8 * 24 * 9.0]  # counted on from iteration 7
+
+
+@pytest.mark.parametrize("blocked", ["benchmark.json", "benchmark.png", "shac_bcg/select/checkpoints.csv"])
+def test_report_into_a_folder_where_a_file_goes_is_one_line_and_exit_2(tmp_path, capsys, blocked):
+    """A folder in the place of a file the report reads or writes: was IsADirectoryError's traceback, or a
+    selection table silently read as empty."""
+    _write_method(tmp_path, "shac_bcg", 256, 10, [(5, 0, 1.0)])
+    (tmp_path / blocked).unlink(missing_ok=True)  # the method's own table, replaced by a folder
+    (tmp_path / blocked).mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        main(["--report", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"bcg-benchmark: error: {tmp_path / blocked}: is a directory") and "\n" not in err, err
+    assert not (tmp_path / "benchmark.json").is_file()

@@ -47,6 +47,18 @@ def test_make_motions_refuses_a_file_where_its_folder_goes(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"bcg-make-motions: error: {blocker}: exists and is not a directory (--out)"
 
 
+def test_make_motions_refuses_a_folder_where_a_clip_goes_before_writing_any(tmp_path, capsys):
+    """A folder named like a clip was IsADirectoryError's traceback, with the clips before it rewritten."""
+    from bcg_train.cli.make_motions import main
+
+    (tmp_path / "squat.csv").mkdir()
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path), "stand", "squat"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == f"bcg-make-motions: error: {tmp_path / 'squat.csv'}: is a directory, where --out gets this file"
+    assert [p.name for p in tmp_path.iterdir()] == ["squat.csv"]  # stand.csv not written
+
+
 def test_the_trainer_uses_the_robot_packages_codec():
     # one codec: bcg_train.motion and its loader module re-export bcg_robot.motion_csv (format, checks, writer)
     from bcg_robot import motion_csv

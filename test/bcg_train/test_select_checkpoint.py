@@ -50,7 +50,10 @@ def test_a_table_cell_that_is_not_a_number_is_an_input_error_naming_the_file(tmp
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm,flight_s\n50,4,20,1.25,0.5,0.125\n100,2,20,abc,0.4,\n")
     with pytest.raises(BCGInputError) as info:
         read_rows(table)
-    assert str(info.value) == f"{table}: line 3: column 'e_track_cm' is 'abc', not a number"
+    assert str(info.value) == f"{table}: line 3: column 'e_track_cm' is 'abc', not a finite number"
+    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,2,20,inf,0.5\n")  # was chosen as the worst, silently
+    with pytest.raises(BCGInputError, match="line 2: column 'e_track_cm' is 'inf', not a finite number"):
+        read_rows(table)
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,2.5,20,1.0,0.5\n")
     with pytest.raises(BCGInputError, match="line 2: column 'falls' is '2.5', not an integer"):
         read_rows(table)
@@ -102,6 +105,7 @@ def test_bad_run_directory_is_one_line_and_exit_2(tmp_path, capsys):
     ("--poll-s", "-1", "must be a finite number > 0, got '-1'"),
     ("--poll-s", "nan", "must be a finite number > 0, got 'nan'"),
     ("--duration", "nan", "must be a finite number > 0, got 'nan'"),
+    ("--duration", "1e308", "must be at most 3600, got '1e308'"),
     ("--first-seed", "-1", "must be an integer >= 0, got '-1'"),
     ("--every", "0", "must be an integer >= 1, got '0'"),
 ])
@@ -189,3 +193,21 @@ def test_judging_config_reaches_every_evaluation_and_best_json(tmp_path, monkeyp
     assert main([str(run)]) == 0
     assert len(calls) == 2 and not any("--train-config" in c for c in calls)
     assert json.loads((run / "select" / "best.json").read_text())["judged_with"] == "each checkpoint's own config"
+
+
+@pytest.mark.parametrize("blocker", ["select", "select/checkpoints.csv"])
+def test_a_select_folder_or_table_blocked_is_one_line_and_exit_2(tmp_path, capsys, blocker):
+    """``select`` a file, or ``select/checkpoints.csv`` a folder: was a traceback (FileExistsError, or
+    IsADirectoryError after the first checkpoint's evaluation)."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "000050.pkl").write_bytes(b"")
+    if blocker == "select":
+        (run / "select").write_text("")
+    else:
+        (run / blocker).mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        main([str(run), "--every", "50"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"bcg-select-checkpoint: error: {run / blocker}: ") and "\n" not in err, err

@@ -197,6 +197,17 @@ def test_preview_refuses_a_file_where_its_folder_goes_before_rendering(tmp_path,
     assert capsys.readouterr().err == f"bcg-motion: error: {blocker}: exists and is not a directory (--out)\n"
 
 
+def test_preview_refuses_a_folder_where_its_strip_goes_before_rendering(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("bcg_train.cli.motion.render_preview_offscreen", lambda *a, **k: pytest.fail("rendered before checking --out"))
+    clip = shallow_squat(tmp_path / "clip.csv", frames=10)
+    (tmp_path / "preview" / "clip_strip.png").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        motion_main(["preview", str(clip), "--out", str(tmp_path / "preview")])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == (f"bcg-motion: error: {tmp_path / 'preview' / 'clip_strip.png'}: "
+                                       "is a directory, where --out gets this file\n")
+
+
 def test_preview_says_in_one_line_when_no_gl_backend_works(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(preview, "GL_BACKENDS", ("disable",))  # MuJoCo without any GL context
     clip = shallow_squat(tmp_path / "clip.csv", frames=10)
