@@ -31,7 +31,7 @@ from typing import NamedTuple
 from bcg_robot.cli.arguments import dds_domain, nonnegative_float, positive_float, positive_int
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.contract import PolicyContract
-from bcg_robot.errors import ConfigError, ContractError, exit_on_input_error
+from bcg_robot.errors import BCGInputError, ConfigError, ContractError, exit_on_input_error
 from bcg_robot.motion_csv import MotionError, load_motion_csv
 from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_robot.paths import output_dir, share_file
@@ -82,8 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _domains(requested: int) -> tuple[int, int]:
     if requested < 0:
         env = os.environ.get("ROS_DOMAIN_ID")
-        # 1-100: ROS 2's safe range on Linux (the ports of domains past 101 fall in the ephemeral range)
-        requested = int(env) if env else random.randrange(1, 100)
+        try:
+            # 1-100: ROS 2's safe range on Linux (the ports of domains past 101 fall in the ephemeral range)
+            requested = dds_domain(env) if env else random.randrange(1, 100)
+        except argparse.ArgumentTypeError as err:  # was int()'s traceback
+            raise BCGInputError("ROS_DOMAIN_ID (environment)", str(err)) from None
     return requested, (requested + 1) % 233  # the SDK's Cyclone DDS domain, next to the ROS one
 
 
@@ -221,6 +224,7 @@ def validate_policies(args: argparse.Namespace, robot: RobotConfig, out: Path) -
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with exit_on_input_error("bcg-sim2sim"):
+        ros_domain, sdk_domain = _domains(args.ros_domain)
         out = output_dir(args.out or f"runs/sim2sim/{time.strftime('%Y%m%d-%H%M%S')}", "--out")
         robot = load_robot_config(args.robot_config)
         bridge_cfg = _check_bridge_config(args.bridge_config, args.physics_hz)
@@ -229,7 +233,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.soak > 0 and len(policies) > 1:
         print(f"bcg-sim2sim: error: --soak runs one policy, this run has {len(policies)}", file=sys.stderr)
         return 2
-    ros_domain, sdk_domain = _domains(args.ros_domain)
     os.environ["ROS_DOMAIN_ID"] = str(ros_domain)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 

@@ -256,3 +256,18 @@ def test_a_duration_force_count_or_domain_that_makes_no_sense_is_refused_by_the_
         build_parser().parse_args([option, value])
     assert exc.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"bcg-sim2sim: error: argument {option}: {problem}, got '{value}'"
+
+
+@pytest.mark.parametrize("value, problem", [("abc", "not an integer: 'abc'"), ("500", "must be a DDS domain id 0-232, got '500'")])
+def test_a_ros_domain_id_in_the_environment_that_is_no_domain_is_exit_2_before_anything_starts(value, problem, tmp_path,
+                                                                                                monkeypatch, capsys):
+    """Without --ros-domain the run takes ROS_DOMAIN_ID from the environment: a value that is no DDS domain
+    was int()'s traceback (or a domain no DDS has), after the output folder had been made."""
+    from bcg_sim_bridge.cli.sim2sim import main
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", value)
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path / "out")])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [f"bcg-sim2sim: error: ROS_DOMAIN_ID (environment): {problem}"]
+    assert not (tmp_path / "out").exists()
