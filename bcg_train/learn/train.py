@@ -149,19 +149,27 @@ def check_checkpoint_robot(ckpt: Checkpoint, robot: RobotConfig) -> None:
                                              "use the robot config it was trained with")
 
 
-def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path) -> SHACState:
-    """``state`` with the networks and normalizer of the checkpoint ``cfg.init_from``
-    (:meth:`SHAC.warm_start`); the source is recorded in ``run_dir/warm_start.json``.
-    The observation layout must be the checkpoint's: the same sizes in another order
-    would pass every shape check and feed the actor the wrong inputs. Where the critics'
-    inputs differ (``task.critic_privileged``), only the actor and its normalizer are taken:
-    the critics start fresh (give them ``shac.critic_warmup_iterations``)."""
+def warm_start_source(cfg: TrainConfig):
+    """The checkpoint ``cfg.init_from``, read and checked before the task is built and its
+    reset compiled (a bad file was found only after about 46 s of setup). The observation
+    layout must be the checkpoint's: the same sizes in another order would pass every shape
+    check and feed the actor the wrong inputs."""
     ckpt = load_checkpoint(cfg.init_from)
     if tuple(ckpt.config.task.observation_spec) != tuple(cfg.task.observation_spec):
         raise CheckpointError(
             ckpt.path, f"observation_spec {list(ckpt.config.task.observation_spec)} differs from this config's "
             f"{list(cfg.task.observation_spec)}; cannot warm-start from it"
         )
+    return ckpt
+
+
+def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path, ckpt=None) -> SHACState:
+    """``state`` with the networks and normalizer of the checkpoint ``cfg.init_from``
+    (:meth:`SHAC.warm_start`; ``ckpt``: that checkpoint as :func:`warm_start_source` read it);
+    the source is recorded in ``run_dir/warm_start.json``. Where the critics' inputs differ
+    (``task.critic_privileged``), only the actor and its normalizer are taken: the critics
+    start fresh (give them ``shac.critic_warmup_iterations``)."""
+    ckpt = ckpt if ckpt is not None else warm_start_source(cfg)
     same_critics = tuple(ckpt.config.task.critic_privileged) == tuple(cfg.task.critic_privileged)
     try:
         warm = shac.warm_start(state, ckpt.state, critics=same_critics)
@@ -310,6 +318,7 @@ def train(
         if config_hash(ckpt.config) != config_hash(cfg):
             raise CheckpointError(ckpt.path, "checkpoint was trained with a different config")
         check_checkpoint_motion(ckpt)
+    source = warm_start_source(cfg) if resume is None and cfg.init_from else None
     task = task if task is not None else make_task(cfg)
     robot = getattr(task, "robot", None)
     if ckpt is not None and robot is not None:
@@ -320,8 +329,8 @@ def train(
         state = shac.shard(jax.tree_util.tree_map(np.asarray, ckpt.state))
     else:
         state = shac.init(cfg.seed)
-        if cfg.init_from:
-            state = warm_start(shac, state, cfg, run_dir)
+        if source is not None:
+            state = warm_start(shac, state, cfg, run_dir, source)
     dump_dataclass(cfg, run_dir / "config.yaml")
     step = shac.jit_iteration(state)
     start = int(state.iteration)

@@ -187,7 +187,7 @@ def test_resume_equals_uninterrupted_and_runs_are_deterministic(tmp_path):
     assert (tmp_path / "split" / "config.yaml").read_text() == config_yaml  # a refused resume writes nothing
 
 
-def test_warm_start_takes_the_networks_and_starts_the_rest_fresh(tmp_path):
+def test_warm_start_takes_the_networks_and_starts_the_rest_fresh(tmp_path, monkeypatch):
     import dataclasses
     import json
 
@@ -222,6 +222,19 @@ def test_warm_start_takes_the_networks_and_starts_the_rest_fresh(tmp_path):
     )
     with pytest.raises(CheckpointError, match="observation_spec"):
         train(reordered, task=task, iterations=0, progress=False)
+
+    # the source is read and checked before the task is built and its reset compiled (a bad file was
+    # found after about 46 s of a G1's setup), and nothing is written
+    import bcg_train.learn.train as train_module
+
+    monkeypatch.setattr(train_module, "make_task", lambda cfg: pytest.fail("built the task before reading --init-from"))
+    with pytest.raises(CheckpointError, match="observation_spec"):
+        train(dataclasses.replace(reordered, run_dir=str(tmp_path / "early")), iterations=0, progress=False)
+    garbage = tmp_path / "garbage.pkl"
+    garbage.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="garbage.pkl"):
+        train(dataclasses.replace(warm_cfg, run_dir=str(tmp_path / "early"), init_from=str(garbage)), iterations=0, progress=False)
+    assert not (tmp_path / "early").exists()
 
 
 DATA_PARALLEL_SCRIPT = textwrap.dedent(
