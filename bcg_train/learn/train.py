@@ -105,6 +105,9 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     missing = [key for key in ("config", "config_hash", "state") if key not in payload]
     if missing:
         raise CheckpointError(path, f"checkpoint lacks '{missing[0]}'")
+    for key, kind, what in (("config", dict, "a mapping"), ("config_hash", str, "a string"), ("state", SHACState, "a SHAC state")):
+        if not isinstance(payload[key], kind):  # a hand-made pickle: was a traceback wherever it was first used
+            raise CheckpointError(path, f"checkpoint's '{key}' is not {what} ({type(payload[key]).__name__})")
     # integrity of the stored config itself: a field added to TrainConfig since the
     # checkpoint was saved loads at its default and does not make the checkpoint unreadable
     if plain_config_hash(payload["config"]) != payload["config_hash"]:

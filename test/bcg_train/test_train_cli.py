@@ -103,6 +103,10 @@ def test_export_refuses_checkpoints_it_cannot_read_and_policies_the_robot_must_n
     lacking.write_bytes(pickle.dumps({"format": CHECKPOINT_FORMAT, "state": None}))  # was a KeyError traceback
     err = _run(export_main, [str(lacking), "--out", str(tmp_path / "p.onnx")], capsys)
     assert f"{lacking}: checkpoint lacks 'config'" in err
+    hand_made = tmp_path / "hand_made.pkl"  # the right format tag, the wrong contents: was an AttributeError traceback
+    hand_made.write_bytes(pickle.dumps({"format": CHECKPOINT_FORMAT, "config": {}, "config_hash": "x", "state": [1, 2]}))
+    err = _run(export_main, [str(hand_made), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert f"{hand_made}: checkpoint's 'state' is not a SHAC state (list)" in err
     gone = tmp_path / "gone.pkl"  # a pickle naming a module that no longer exists: a ModuleNotFoundError traceback
     gone.write_bytes(b"cnomodule\nX\n.")  # protocol 0: GLOBAL nomodule.X, STOP
     err = _run(export_main, [str(gone), "--out", str(tmp_path / "p.onnx")], capsys)
