@@ -83,12 +83,13 @@ def foot_sphere_name(foot_body: str, k: int) -> str:
     return f"{foot_body}_sphere{k}"
 
 
-def check_physics_dt(variant: str, dt: float) -> None:
+def check_physics_dt(variant: str, dt: float, name: str | None = None) -> None:
     """A ValueError unless ``dt`` lies in the variant's physics step range (``TRAIN_DT_RANGE``,
-    ``BRIDGE_DT_RANGE``); CLIs that take a physics step check it with this before any work."""
+    ``BRIDGE_DT_RANGE``); CLIs and configs that take a physics step check it with this before
+    any work. ``name``: what the message calls the value (default ``<variant> physics_dt``)."""
     lo, hi = TRAIN_DT_RANGE if variant == "train" else BRIDGE_DT_RANGE
     if not lo - 1e-12 <= dt <= hi + 1e-12:
-        raise ValueError(f"{variant} physics_dt {dt} outside [{lo:.4g}, {hi:.4g}] s")
+        raise ValueError(f"{name or variant + ' physics_dt'} {dt} outside [{lo:.4g}, {hi:.4g}] s")
 
 
 def _contact_geoms(spec: mujoco.MjSpec) -> list:

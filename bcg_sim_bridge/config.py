@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from bcg_robot.model import BRIDGE_DT_RANGE
+from bcg_robot.model import check_physics_dt
 from bcg_robot.paths import share_file
 from bcg_robot.wire import TRANSPORTS, UNITREE_MODE_MACHINE_29DOF, Transport
 from bcg_robot.yaml_dataclass import load_dataclass
@@ -49,9 +49,7 @@ class BridgeConfig:
     elastic_band: ElasticBandConfig = dataclasses.field(default_factory=ElasticBandConfig)
 
     def validate(self) -> None:
-        lo, hi = BRIDGE_DT_RANGE
-        if not lo - 1e-12 <= self.physics_dt <= hi + 1e-12:
-            raise ValueError(f"key 'physics_dt': {self.physics_dt} outside [{lo:.4g}, {hi:.4g}] s")
+        check_physics_dt("bridge", self.physics_dt, name="key 'physics_dt':")
         if not 0 < self.state_rate_hz <= 1.0 / self.physics_dt + 1e-9:
             raise ValueError(f"key 'state_rate_hz': {self.state_rate_hz} not in (0, physics rate]")
         if not 0 < self.log_rate_hz <= 1.0 / self.physics_dt + 1e-9:
