@@ -41,6 +41,10 @@ Outputs
                          latency), compute from the state in hand to the command sent.
     ``JOINT_STATES_TOPIC`` ``sensor_msgs/JointState`` of the robot as the node saw it.
     ``DIAGNOSTICS_TOPIC``  ``diagnostic_msgs/DiagnosticArray``, 1 Hz and on every state change.
+                         Among its values, since the node's activation (``SHAPING_PREFIX``):
+                         the ticks the policy ran, and those where the safety layer's target
+                         shaping (soft joint limits, step limit, torque window) moved a target:
+                         the training simulation has none of it.
     ``SENTINEL_STATE_TOPIC`` ``std_msgs/String`` of the sentinel process (latched).
     ``SENTINEL_FAULT_TOPIC`` ``std_msgs/String``: a second writer of motor commands the
                          sentinel heard (``foreign_commander: ...``, latched).
@@ -88,6 +92,8 @@ JOINT_STATES_TOPIC = "joint_states"
 JOINT_STATES_TYPE = JointState
 DIAGNOSTICS_TOPIC = "/diagnostics"
 DIAGNOSTICS_TYPE = DiagnosticArray
+DIAGNOSTICS_STATUS_NAME = f"{NODE_NAME}: control"  # the node's status in each DiagnosticArray
+SHAPING_PREFIX = "shaping_"  # its values shaping_policy_ticks, shaping_shaped, ... (target_shaping.ShapingCounts)
 
 SENTINEL_STATE_TOPIC = "policy_sentinel/state"  # std_msgs/String: WAITING, WATCHING, TAKEN_OVER (latched)
 SENTINEL_STATE_TYPE = String

@@ -369,13 +369,15 @@ class PolicyNode(LifecycleNode):
         state = loop.state.value if loop is not None else "INACTIVE"
         faults = [str(f) for f in loop.last_faults] if loop is not None else []
         summary = self.timing.summary(self.policy.contract.control_dt * 1e3) if self.policy is not None else {}
-        status = DiagnosticStatus(name=f"{api.NODE_NAME}: control", hardware_id=self.interface_params.kind)
+        status = DiagnosticStatus(name=api.DIAGNOSTICS_STATUS_NAME, hardware_id=self.interface_params.kind)
         status.level = DiagnosticStatus.ERROR if state == "DAMP" else DiagnosticStatus.OK
         status.message = f"{state}" + (f" ({self._last_fault})" if state == "DAMP" else "")
         values = {"state": state, "last_fault": self._last_fault, "present_faults": "; ".join(faults),
                   "policy": str(self.policy_path), "ticks": str(self._tick_count),
                   "late_ticks": str(self._late_ticks)}
         values.update({k: f"{v:.3f}" for k, v in summary.items()})
+        if loop is not None:
+            values.update({api.SHAPING_PREFIX + k: str(v) for k, v in loop.shaping.as_dict().items()})
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()

@@ -28,7 +28,7 @@ from bcg_policy_node.safety.commander_lease import CommanderLease
 from bcg_policy_node.safety.faults import Fault
 from bcg_policy_node.safety.state_machine import ControlStateMachine, Transition
 from bcg_policy_node.safety.state_watchdog import StateWatchdog
-from bcg_policy_node.safety.target_shaping import ShapedTargets, TargetLimits, shape_targets
+from bcg_policy_node.safety.target_shaping import ShapedTargets, ShapingCounts, TargetLimits, shape_targets
 
 
 class Policy(Protocol):
@@ -99,6 +99,7 @@ class ControlLoop:
         self.sentinel_timeout = sentinel_timeout  # 0: no sentinel required
         self.lease = CommanderLease(config.foreign_commander_window_s)
         self.last_faults: list[Fault] = []
+        self.shaping = ShapingCounts()  # over the ticks the policy's targets went to the motors
         self._last_target: np.ndarray | None = None
         self._ramp_from: np.ndarray | None = None
         self._last_action = np.zeros(contract.num_joints)
@@ -217,6 +218,8 @@ class ControlLoop:
         else:
             shaped = shape_targets(desired, self._last_target, state.q, state.dq, self.kp, self.kd, self.limits)
             self._last_target = shaped.targets
+            if ran_policy:
+                self.shaping.add(shaped)
             command = LowCommand.position(shaped.targets, self.kp, self.kd)
         return TickResult(command, m.state, tuple(faults), tuple(m.drain_transitions()), shaped, ran_policy)
 

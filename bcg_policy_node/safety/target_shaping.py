@@ -5,6 +5,11 @@ change per tick, and clip so the PD torque ``kp (q_t - q) - kd dq`` (the drive's
 bcg_robot.pd, with dq_des = tau_ff = 0) stays within ``torque_fraction`` of the effort
 limits (:func:`bcg_robot.pd.position_target_bounds`). The torque clip comes last, so the
 drives are never asked for more than their limit; its window is never empty.
+
+:class:`ShapingCounts` counts, over the ticks the policy ran, how often each stage changed
+its targets: the training simulation has none of these stages, so a policy that leans on
+them runs differently on the robot than in training (the node reports the counts in its
+diagnostics, and sim-to-sim in its report).
 """
 
 from __future__ import annotations
@@ -57,3 +62,24 @@ def shape_targets(targets: np.ndarray, previous: np.ndarray, q: np.ndarray, dq: 
         int(np.count_nonzero(t1 != t0)),
         int(np.count_nonzero(t2 != t1)),
     )
+
+
+@dataclasses.dataclass
+class ShapingCounts:
+    """Policy ticks, those where any stage moved a joint's target, and those where each stage did."""
+
+    policy_ticks: int = 0
+    shaped: int = 0
+    joint_limits: int = 0
+    rate: int = 0
+    torque: int = 0
+
+    def add(self, shaped: ShapedTargets) -> None:
+        self.policy_ticks += 1
+        self.shaped += (shaped.clamped_limits + shaped.clamped_rate + shaped.clamped_torque) > 0
+        self.joint_limits += shaped.clamped_limits > 0
+        self.rate += shaped.clamped_rate > 0
+        self.torque += shaped.clamped_torque > 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)

@@ -36,6 +36,16 @@ class DriverError(RuntimeError):
     pass
 
 
+def shaping_counts(msg) -> dict[str, int]:
+    """The policy node's target-shaping counts in a DiagnosticArray (``operator_api.SHAPING_PREFIX``
+    values of its control status); empty when the message holds none."""
+    for status in msg.status:
+        if status.name == api.DIAGNOSTICS_STATUS_NAME:
+            return {kv.key[len(api.SHAPING_PREFIX):]: int(kv.value) for kv in status.values
+                    if kv.key.startswith(api.SHAPING_PREFIX)}
+    return {}
+
+
 class Sim2SimDriver(Node):
     def __init__(self) -> None:
         super().__init__("sim2sim_driver")
@@ -46,12 +56,14 @@ class Sim2SimDriver(Node):
         self.last_fault = ""
         self.sentinel_state = ""
         self.timing: list[tuple[float, ...]] = []
+        self.shaping: dict[str, int] = {}  # the node's target-shaping counts, as its latest diagnostics gave them
         latched = api.latched_qos()
         self.create_subscription(String, api.STATE_TOPIC, self._on_state, latched)
         self.create_subscription(String, api.FAULT_TOPIC, self._on_fault, latched)
         self.create_subscription(String, api.SENTINEL_STATE_TOPIC, self._on_sentinel, latched)
         self.create_subscription(String, api.SENTINEL_FAULT_TOPIC, self._on_sentinel_fault, latched)
         self.create_subscription(Float64MultiArray, api.TIMING_TOPIC, self._on_timing, 50)
+        self.create_subscription(api.DIAGNOSTICS_TYPE, api.DIAGNOSTICS_TOPIC, self._on_diagnostics, 10)
         self._lifecycle = self.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
         self._operator = {name: self.create_client(api.COMMAND_SERVICE_TYPE, srv) for name, srv in
                           (("run", api.RUN_SERVICE), ("stop", api.STOP_SERVICE), ("reset", api.RESET_SERVICE))}
@@ -100,6 +112,12 @@ class Sim2SimDriver(Node):
     def _on_timing(self, msg: Float64MultiArray) -> None:
         with self._lock:
             self.timing.append(tuple(msg.data))
+
+    def _on_diagnostics(self, msg) -> None:
+        counts = shaping_counts(msg)
+        if counts:
+            with self._lock:
+                self.shaping = counts
 
     def note(self, text: str) -> float:
         with self._lock:

@@ -35,12 +35,31 @@ def summary_rows(results: list[dict]) -> list[list[str]]:
             _fmt(r.get("e_track_cm", {}).get("mean")), _fmt(r.get("root_height_error_cm", {}).get("mean")),
             _fmt(pen.get("bridge_mean")), _fmt(pen.get("difference_mean")),
             _fmt(bt.get("p99"), 3), _fmt(bt.get("realtime_factor"), 3), _fmt(nt.get("jitter", {}).get("p99"), 2),
+            shaped_fraction(r.get("target_shaping")),
         ])
     return rows
 
 
 HEADER = ["interface", "scenario", "result", "DAMP reason", "node trip ms", "damping at motors ms", "fell", "E_track cm",
-          "root z err cm", "foot pen. mm", "pen. diff vs train mm", "bridge step p99 ms", "bridge RTF", "node jitter p99 ms"]
+          "root z err cm", "foot pen. mm", "pen. diff vs train mm", "bridge step p99 ms", "bridge RTF", "node jitter p99 ms",
+          "policy ticks shaped"]
+
+
+def shaped_fraction(counts: dict | None) -> str:
+    """``shaped/policy ticks``: how often the node's safety layer changed the policy's targets."""
+    if not counts or "policy_ticks" not in counts:
+        return "-"
+    return f"{counts.get('shaped', 0)}/{counts['policy_ticks']}"
+
+
+def shaping_line(counts: dict | None) -> str | None:
+    """The report's line on the node's target shaping over the policy's ticks (None: not reported)."""
+    if not counts or "policy_ticks" not in counts:
+        return None
+    n = counts["policy_ticks"]
+    return (f"- target shaping: of {n} policy ticks the safety layer changed targets in {counts.get('shaped', 0)} "
+            f"(soft joint limits {counts.get('joint_limits', 0)}, step limit {counts.get('rate', 0)}, torque window "
+            f"{counts.get('torque', 0)}); the training simulation has none of these stages")
 
 
 def markdown(results: list[dict], header: dict, title: str = "Sim-to-sim report", level: int = 1) -> str:
@@ -58,6 +77,8 @@ def markdown(results: list[dict], header: dict, title: str = "Sim-to-sim report"
             lines.append(f"- error: {r['error']}")
         if r.get("harness_error"):
             lines.append(f"- harness error: {r['harness_error']}")
+        if shaping_line(r.get("target_shaping")):
+            lines.append(shaping_line(r.get("target_shaping")))
         if r.get("machine_cpu"):
             m = r["machine_cpu"]
             lines.append(f"- machine during the run: CPU {100 * m['busy']:.0f} % busy, {100 * m['steal']:.0f} % stolen "

@@ -260,6 +260,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
         machine = machine_cpu_use(cpu_before, machine_cpu_times())
         driver.close()
         events, timing = driver.events(), list(driver.timing)
+        extra["target_shaping"] = dict(driver.shaping)
         final_node_state, final_sentinel = driver.node_state, driver.sentinel_state
         exit_codes = group.stop_all()
     harness_error = (extra.get("probe") or {}).get("harness_error", "")

@@ -18,7 +18,7 @@ from bcg_robot.wire import CommandWriter
 from bcg_policy_node.operator_api import ControlState
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
 from bcg_policy_node.safety.state_watchdog import StateWatchdog
-from bcg_policy_node.safety.target_shaping import TargetLimits, shape_targets
+from bcg_policy_node.safety.target_shaping import ShapingCounts, TargetLimits, shape_targets
 
 DT = 0.02
 
@@ -198,6 +198,26 @@ def test_target_shaping_clamps_limits_rate_and_torque(robot):
     assert np.allclose(np.abs(step.targets - q0), np.minimum(0.2, np.abs(np.clip(q0 + 1.0, limits.soft_lower, limits.soft_upper) - q0)))
     with pytest.raises(ConfigError, match="joint_limit_margin"):
         TargetLimits.for_robot(robot, SafetyConfig(joint_limit_margin=0.5))
+
+
+def test_shaping_is_counted_per_stage_over_the_policy_ticks_only(robot):
+    """What the node reports of its target shaping (diagnostics, the sim-to-sim report): the
+    ticks the policy ran, and among them those where each stage moved a target."""
+    rig = Rig(robot, FakePolicy(robot, offset=0.05))
+    rig.to_hold()
+    held = rig.step(q=robot.default_q + 0.3)  # far from the pose in HOLD: the torque clip moves targets
+    assert held.shaped.clamped_torque > 0
+    assert rig.loop.shaping == ShapingCounts()  # not the policy's
+    assert rig.loop.request_run(rig.t)[0]
+    for _ in range(3):
+        rig.step()
+    assert rig.loop.shaping == ShapingCounts(policy_ticks=3)  # 5 cm from the pose: nothing to shape
+    rig.policy.offset = 3.0  # past the soft limits, the per-tick step and the torque window
+    wild = rig.step()
+    assert wild.shaped.clamped_limits and wild.shaped.clamped_rate and wild.shaped.clamped_torque
+    rig.policy.offset = 0.05
+    rig.step()  # back from the wild targets: the step limit moves them once more
+    assert rig.loop.shaping.as_dict() == {"policy_ticks": 5, "shaped": 2, "joint_limits": 1, "rate": 2, "torque": 1}
 
 
 def test_ramp_hold_and_run_only_on_operator_request(robot):

@@ -48,6 +48,12 @@ def test_default_pose_policy_passes_sim2sim(interface, tmp_path):
     assert result["bridge_timing_ms"]["realtime_factor"] == pytest.approx(1.0, abs=0.1)
     assert (tmp_path / "report.md").is_file() and (tmp_path / "sim2sim.png").stat().st_size > 10_000
     assert "default pose" in report["header"]["policy"] or "shipped" in report["header"]["policy"]
+    # the node's own count of the policy's ticks (2 s of RUN at 50 Hz), as its diagnostics reported it:
+    # a policy that holds the default pose is never shaped by the safety layer
+    shaping = result["target_shaping"]
+    assert 80 <= shaping["policy_ticks"] <= 130 and shaping["shaped"] == 0, shaping
+    assert f"- target shaping: of {shaping['policy_ticks']} policy ticks the safety layer changed targets in 0 " \
+        in (tmp_path / "report.md").read_text()
 
 
 @pytest.fixture(scope="module")
