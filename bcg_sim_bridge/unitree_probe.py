@@ -144,13 +144,15 @@ def _run_ros2(args, robot) -> dict:
     import rclpy
     from std_msgs.msg import Float64MultiArray
 
-    from bcg_policy_node.interfaces.ros2_interface import COMMAND_QOS, command_message
+    from bcg_policy_node.interfaces.ros2_interface import COMMAND_QOS, command_message, created_publisher_gid, gid_text, publisher_gids
     from bcg_robot.wire import COMMAND_TOPIC
 
     rclpy.init()
-    node = rclpy.create_node("bcg_probe")
+    node = rclpy.create_node(args.node_name)
     try:
+        before = publisher_gids(node, COMMAND_TOPIC)
         pub = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
+        gid = created_publisher_gid(node, COMMAND_TOPIC, before)
         deadline = time.monotonic() + args.wait
         while pub.get_subscription_count() < args.subscribers:
             if time.monotonic() > deadline:
@@ -163,21 +165,11 @@ def _run_ros2(args, robot) -> dict:
         first = _paced([good] * args.good, args.rate, pub.publish)
         time.sleep(0.2)
         return {"sent_good": args.good, "sent_bad": 0, "subscribers": pub.get_subscription_count(), "first_sent_at": first,
-                "publisher_gid": _own_publisher_gid(node, COMMAND_TOPIC)}
+                # as gid_text prints it: a receiver that has not yet learnt this node's name can only name the GID
+                "publisher_gid": gid_text(gid) if gid is not None else ""}
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-
-
-def _own_publisher_gid(node, topic: str) -> str:
-    """This node's publisher on ``topic`` as the ROS graph names it (its endpoint GID, as
-    ``gid_text`` prints it): a receiver that has not yet learnt this node's name can only name the GID."""
-    from bcg_policy_node.interfaces.ros2_interface import gid_text
-
-    for info in node.get_publishers_info_by_topic(topic):
-        if info.node_name == node.get_name() and info.node_namespace == node.get_namespace():
-            return gid_text(bytes(info.endpoint_gid))
-    return ""
 
 
 def write_result(path: Path, report: dict) -> None:
@@ -199,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transport", choices=TRANSPORTS, default=TRANSPORT_UNITREE_SDK)
     parser.add_argument("--domain", type=int, default=1, help="unitree_sdk DDS domain (ros2: ROS_DOMAIN_ID)")
     parser.add_argument("--interface", default="lo")
+    parser.add_argument("--node-name", default="bcg_probe",
+                        help="ros2: the probe's node name (the policy node's own name: a second node started by mistake)")
     parser.add_argument("--good", type=int, default=0, help="sealed default-pose commands to send")
     parser.add_argument("--bad", type=int, default=0, help="commands with a corrupted CRC to send (unitree_sdk)")
     parser.add_argument("--rate", type=float, default=100.0, help="commands per second")

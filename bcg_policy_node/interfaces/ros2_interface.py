@@ -19,9 +19,12 @@ it first waits (rclpy wait set, GIL released) for the next JointState to arrive,
 tick computes on a fresh sample; when none comes in time it uses the newest it has.
 
 Commands of other writers (``watch_commands``): every ``lowcmd`` message is attributed to
-its publisher through the publisher GID in the message info and the ROS graph (node
-name). Messages of the interface's own node are skipped; :meth:`take_commands` returns
-the others since the last call.
+its publisher through the publisher GID in the message info. The interface's own publisher is
+known by its GID: the one publisher of this node's name that the ROS graph gained when the
+interface created it (local endpoints enter the graph at once). Its node name would not do: a
+second node of the same name, started twice by mistake, would pass for it; such a publisher is
+foreign. Every other publisher is named through the ROS graph (node name). Messages of the own
+publisher are skipped; :meth:`take_commands` returns the others since the last call.
 """
 
 from __future__ import annotations
@@ -66,6 +69,22 @@ def gid_text(gid: bytes) -> str:
     return ".".join(f"{b:02x}" for b in gid)
 
 
+def publisher_gids(node: Node, topic: str) -> set[bytes]:
+    """The GIDs of every publisher on ``topic`` the ROS graph of ``node`` knows."""
+    return {bytes(info.endpoint_gid) for info in node.get_publishers_info_by_topic(topic)}
+
+
+def created_publisher_gid(node: Node, topic: str, before: set[bytes]) -> bytes | None:
+    """The GID of the publisher on ``topic`` that ``node`` has just created: the one publisher of
+    its name and namespace that was not there ``before`` (:func:`publisher_gids`; a node's own
+    endpoints enter its graph at once); None when the graph shows not exactly one. A node of the
+    same name elsewhere has a publisher of the same name, so the name alone cannot tell."""
+    new = [bytes(info.endpoint_gid) for info in node.get_publishers_info_by_topic(topic)
+           if bytes(info.endpoint_gid) not in before and info.node_name == node.get_name()
+           and info.node_namespace == node.get_namespace()]
+    return new[0] if len(new) == 1 else None
+
+
 def parse_tick(frame_id: str, stamp_ns: int) -> int:
     """The bridge's tick from ``frame_id`` (``tick:N``); the stamp in ns when absent."""
     if frame_id.startswith(TICK_FRAME_PREFIX):
@@ -105,13 +124,21 @@ class Ros2RobotInterface:
             self._waitset = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, node.context.handle)
         self._lifecycle_command = lifecycle_command
         create_publisher = node.create_lifecycle_publisher if lifecycle_command else node.create_publisher
+        before = publisher_gids(node, COMMAND_TOPIC)
         self._pub = create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
+        self._own_gid = created_publisher_gid(node, COMMAND_TOPIC, before)
         self._command_sub = None
         # bounded: a configured node that is not active does not take them (the sentinel's damping at
         # 50 Hz grew it by 180,000 an hour, and the first tick walked them all); the newest are kept
         self._seen: collections.deque[SeenCommand] = collections.deque(maxlen=SEEN_COMMANDS_KEPT)
         self._writers: dict[bytes, CommandWriter] = {}
-        self._roles = {**(writer_roles or {}), node.get_name(): "own"}
+        self._roles = dict(writer_roles or {})
+        if self._own_gid is not None:
+            self._writers[self._own_gid] = CommandWriter("own", node.get_name())
+        else:  # the graph did not show the new publisher: known by this node's name, as before
+            node.get_logger().warning(f"could not find this node's own {COMMAND_TOPIC} publisher in the ROS graph: a second "
+                                      f"node named '{node.get_name()}' writing commands would go unnoticed")
+            self._roles[node.get_name()] = "own"
         if watch_commands:
             self._command_sub = node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, STATE_QOS,
                                                          callback_group=callback_group, raw=True)
@@ -194,7 +221,10 @@ class Ros2RobotInterface:
                 if bytes(info.endpoint_gid) == gid:
                     name = info.node_name
                     if name and name != UNKNOWN_NODE_NAME:
-                        writer = self._writers[gid] = CommandWriter(self._roles.get(name, "foreign"), name)
+                        role = self._roles.get(name, "foreign")
+                        if name == self._node.get_name() and role != "own":
+                            name = f"{name} (another node of this node's name, publisher {gid_text(gid)})"
+                        writer = self._writers[gid] = CommandWriter(role, name)
                     break
         return writer
 

@@ -151,14 +151,17 @@ def test_estop_pulses_shorter_than_a_tick_all_trip(rig, gap_ms):
     assert tripped == 8, obs.faults[-8:]
 
 
-def test_a_second_commander_on_lowcmd_trips_damp(rig, robot):
+@pytest.mark.parametrize("name", ["bcg_probe", api.NODE_NAME])
+def test_a_second_commander_on_lowcmd_trips_damp(rig, robot, name):
+    """Another program writing commands, also one whose node bears the policy node's own name (a
+    second node started by mistake): the node knows its own publisher by its GID, not its name."""
     obs, procs, tmp, *_ = rig
     for _ in range(TRIES):
         back_to_hold(obs)
         n_faults = len(obs.faults)
         probe = subprocess.Popen([sys.executable, "-m", PROBE_MODULE, "--transport", "ros2", "--good", "300", "--rate",
                                   "100", "--subscribers", "2",  # robot and node have discovered it
-                                  "--result", str(tmp / "probe.json")], stdout=subprocess.PIPE, text=True)
+                                  "--node-name", name, "--result", str(tmp / "probe.json")], stdout=subprocess.PIPE, text=True)
         try:
             obs.wait_for(lambda: len(obs.faults) > n_faults, 30, "the fault report")
             fault = obs.faults[n_faults][1]
@@ -173,7 +176,8 @@ def test_a_second_commander_on_lowcmd_trips_damp(rig, robot):
     gid = read_result(tmp / "probe.json").get("publisher_gid", "")
     assert gid.count(".") >= 7, gid
     assert fault.startswith("foreign_commander:"), obs.faults[-3:]
-    assert "bcg_probe" in fault or f"unidentified publisher {gid}," in fault, (gid, obs.faults[-3:])
+    named = f"{name} (another node of this node's name, publisher {gid})" if name == api.NODE_NAME else name
+    assert f"commands the motors: {named}," in fault or f"unidentified publisher {gid}," in fault, (gid, obs.faults[-3:])
     assert obs.state() == "DAMP"
     assert not refused.success and "foreign_commander" in refused.message
     time.sleep(0.6)  # quiet for longer than foreign_commander_window_s
