@@ -52,7 +52,7 @@ from bcg_train.tasks import mirror
 from bcg_train.tasks.config import ImitationConfig
 from bcg_train.tasks.privileged import privileged_features, privileged_size
 from bcg_train.tasks.rewards import (TERMINATION_METRIC_PREFIX, TrackedState, any_reason, feet_key_index, key_body_error, reference_in_frame,
-                                     relax_after_push, reward_terms, termination_reasons)
+                                     reference_root_in_frame, relax_after_push, reward_terms, termination_reasons)
 
 
 def training_model(cfg: ImitationConfig, robot: RobotConfig) -> mujoco.MjModel:
@@ -295,11 +295,14 @@ class ImitationTask:
         return sim, jnp.where(push, self._push_interval(k_next, k), countdown), jnp.where(push, self.recovery_steps, recovery_left)
 
     def sim_failed(self, sim: BundledState, reference_root_pos: jax.Array) -> jax.Array:
-        """(K,) bool: the simulation failed (see :mod:`bcg_train.sim.failure`)."""
+        """(K,) bool: the simulation failed (see :mod:`bcg_train.sim.failure`). The root's distance
+        from the reference is taken in the task's reference frame: under ``heading`` the reference
+        stands where the robot stands, so a push that carries the robot metres away is no failure."""
         d = sim.sim.data
+        reference = reference_root_in_frame(self.cfg.reference_frame, reference_root_pos, d.qpos[:, :3], jnp)
         return state_failed(
             self.cfg.sim_bounds, d.qpos, d.qvel, d.qpos[:, :3], d.qvel[:, :3], d.qvel[:, self.di], self.joint_speed_limit,
-            reference_root_pos,
+            reference,
         )
 
     def step(self, state: ImitationState, action: jax.Array) -> tuple[ImitationState, StepOutput]:

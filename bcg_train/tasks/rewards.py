@@ -102,12 +102,23 @@ def anchor_to_heading(ref: TrackedState, robot: TrackedState, xp: Any = np) -> T
     def turn(v: Any, c: Any, s: Any) -> Any:  # world vectors (..., 3) rotated about z
         return xp.stack([c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1], v[..., 2]], axis=-1)
 
-    root = xp.concatenate([robot.root_pos[..., :2], ref.root_pos[..., 2:]], axis=-1)
+    root = reference_root_in_frame("heading", ref.root_pos, robot.root_pos, xp)
     key = turn(ref.key_body_pos - ref.root_pos[..., None, :], c[..., None], s[..., None]) + root[..., None, :]
     zero = xp.zeros_like(d)
     q_turn = xp.stack([xp.cos(0.5 * d), zero, zero, xp.sin(0.5 * d)], axis=-1)
     return dataclasses.replace(ref, root_pos=root, root_quat=quat_mul(q_turn, ref.root_quat, xp),
                                root_lin_vel=turn(ref.root_lin_vel, c, s), key_body_pos=key)
+
+
+def reference_root_in_frame(frame: str, ref_root_pos: Any, robot_root_pos: Any, xp: Any = np) -> Any:
+    """The reference's root position (..., 3) as :func:`reference_in_frame` places it: as it is
+    (``world``), or moved horizontally onto the robot's root (``heading``: only its height is kept)."""
+    if frame == "world":
+        return xp.broadcast_to(ref_root_pos, xp.broadcast_shapes(xp.shape(ref_root_pos), xp.shape(robot_root_pos)))
+    if frame == "heading":
+        ref_root_pos = xp.broadcast_to(ref_root_pos, xp.shape(robot_root_pos))
+        return xp.concatenate([robot_root_pos[..., :2], ref_root_pos[..., 2:]], axis=-1)
+    raise ValueError(f"reference_frame: unknown '{frame}' ({' | '.join(REFERENCE_FRAMES)})")
 
 
 def reference_in_frame(frame: str, ref: TrackedState, robot: TrackedState, xp: Any = np) -> TrackedState:

@@ -12,7 +12,7 @@ from bcg_robot.paths import share_file
 from bcg_train.learn.config import load_train_config
 from bcg_train.tasks.config import PushRecoveryConfig, RewardConfig, RewardTerm, TerminationConfig
 from bcg_train.tasks.rewards import (TERMINATION_REASONS, TrackedState, anchor_to_heading, feet_key_index, key_body_error, reference_in_frame,
-                                     relax_after_push, reward_terms, terminated, termination_reasons, tracking_errors, yaw)
+                                     reference_root_in_frame, relax_after_push, reward_terms, terminated, termination_reasons, tracking_errors, yaw)
 
 N, K = 29, 10
 
@@ -209,6 +209,28 @@ def test_heading_frame_keeps_height_tilt_and_posture_errors():
     assert key_body_error(bent, anchor_to_heading(ref, bent)) == pytest.approx(0.1)
     fallen = dataclasses.replace(robot, root_pos=robot.root_pos * [1.0, 1.0, 0.3])
     assert terminated(TerminationConfig(), fallen, reference_in_frame("heading", ref, fallen))
+
+
+def test_the_root_distance_bound_measures_in_the_reference_frame():
+    """``sim_bounds.max_root_distance`` (ImitationTask.sim_failed): under ``heading`` the reference
+    stands where the robot stands, so a robot pushed 5 m away is no simulation failure there; in
+    the world frame it is. Its height still counts in both."""
+    from bcg_train.sim.failure import SimBounds, state_failed
+
+    ref_root = jnp.array([0.0, 0.0, 0.78])
+    roots = jnp.array([[5.0, 0.0, 0.78], [0.1, 0.0, 0.78], [0.0, 0.0, 4.5]])  # pushed away; near; 3.7 m above
+    qpos, qvel = jnp.concatenate([roots, jnp.zeros((3, 4))], axis=1), jnp.zeros((3, 6))
+    bounds = SimBounds(max_root_height=0.0, max_root_distance=3.0)  # only the distance bound
+
+    def failed(frame):
+        reference = reference_root_in_frame(frame, ref_root, roots, jnp)
+        return state_failed(bounds, qpos, qvel, roots, qvel[:, :3], jnp.zeros((3, 1)), [1.0], reference).tolist()
+
+    assert failed("world") == [True, False, True]
+    assert failed("heading") == [False, False, True]
+    np.testing.assert_array_equal(reference_root_in_frame("heading", ref_root, roots, jnp)[:, 2], jnp.full(3, ref_root[2]))
+    with pytest.raises(ValueError, match="reference_frame"):
+        reference_root_in_frame("body", ref_root, roots, jnp)
 
 
 def test_heading_frame_numpy_and_jax_agree_and_unknown_frames_are_errors():

@@ -157,3 +157,17 @@ def test_stand_steps_rewards_and_resets():
     assert np.asarray(out.terminated).all() and (np.asarray(out.reward) == 0).all() and (np.asarray(after.t) == 0).all()
     assert all(np.isfinite(np.asarray(v)).all() for v in out.metrics.values())
     assert (np.asarray(out.metrics["tracking_error_m"]) < 0.5).all() and np.isfinite(np.asarray(out.obs)).all()
+
+
+@pytest.mark.parametrize("frame, failed", [("world", [True, False]), ("heading", [False, False])])
+def test_the_root_distance_bound_is_taken_in_the_tasks_reference_frame(frame, failed):
+    """A squat robot pushed 5 m from the reference's root: a simulation failure in the world frame,
+    none under ``heading``, where the reference stands where the robot stands (the task's own
+    ``sim_failed``, on a hand-built state; nothing is stepped or compiled but elementwise ops)."""
+    import types
+
+    task = ImitationTask(ImitationConfig(motion="models/motions/squat.csv", reference_frame=frame), ROBOT)
+    qpos = jnp.tile(jnp.asarray(task.mj_model.key("default").qpos, jnp.float32), (2, 1)).at[0, 0].add(5.0)
+    state = types.SimpleNamespace(sim=types.SimpleNamespace(data=types.SimpleNamespace(qpos=qpos, qvel=jnp.zeros((2, task.mj_model.nv)))))
+    reference_root = jnp.asarray(task.mj_model.key("default").qpos[:3], jnp.float32)
+    assert task.sim_failed(state, reference_root).tolist() == failed
