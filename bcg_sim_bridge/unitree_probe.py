@@ -148,7 +148,8 @@ def _run_ros2(args, robot) -> dict:
     from bcg_robot.wire import COMMAND_TOPIC
 
     rclpy.init()
-    node = rclpy.create_node(args.node_name)
+    # no parameter services or rosout publisher: under the policy node's own name they would clash with its own
+    node = rclpy.create_node(args.node_name, start_parameter_services=False, enable_rosout=False)
     try:
         before = publisher_gids(node, COMMAND_TOPIC)
         pub = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)

@@ -135,6 +135,7 @@ class Ros2RobotInterface:
         self._roles = dict(writer_roles or {})
         if self._own_gid is not None:
             self._writers[self._own_gid] = CommandWriter("own", node.get_name())
+            self._roles.pop(node.get_name(), None)  # any other publisher of this name is foreign
         else:  # the graph did not show the new publisher: known by this node's name, as before
             node.get_logger().warning(f"could not find this node's own {COMMAND_TOPIC} publisher in the ROS graph: a second "
                                       f"node named '{node.get_name()}' writing commands would go unnoticed")
@@ -222,7 +223,7 @@ class Ros2RobotInterface:
                     name = info.node_name
                     if name and name != UNKNOWN_NODE_NAME:
                         role = self._roles.get(name, "foreign")
-                        if name == self._node.get_name() and role != "own":
+                        if name == self._node.get_name() and role == "foreign":
                             name = f"{name} (another node of this node's name, publisher {gid_text(gid)})"
                         writer = self._writers[gid] = CommandWriter(role, name)
                     break
