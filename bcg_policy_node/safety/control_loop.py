@@ -99,7 +99,7 @@ class ControlLoop:
         self.sentinel_timeout = sentinel_timeout  # 0: no sentinel required
         self.lease = CommanderLease(config.foreign_commander_window_s)
         self.last_faults: list[Fault] = []
-        self.shaping = ShapingCounts()  # over the ticks the policy's targets went to the motors
+        self.shaping = ShapingCounts()  # over the ticks the policy ran (a stall found by confirm_send still counts)
         self._last_target: np.ndarray | None = None
         self._ramp_from: np.ndarray | None = None
         self._last_action = np.zeros(contract.num_joints)

@@ -77,8 +77,9 @@ def markdown(results: list[dict], header: dict, title: str = "Sim-to-sim report"
             lines.append(f"- error: {r['error']}")
         if r.get("harness_error"):
             lines.append(f"- harness error: {r['harness_error']}")
-        if shaping_line(r.get("target_shaping")):
-            lines.append(shaping_line(r.get("target_shaping")))
+        shaping = shaping_line(r.get("target_shaping"))
+        if shaping:
+            lines.append(shaping)
         if r.get("machine_cpu"):
             m = r["machine_cpu"]
             lines.append(f"- machine during the run: CPU {100 * m['busy']:.0f} % busy, {100 * m['steal']:.0f} % stolen "
