@@ -113,11 +113,11 @@ def anchor_to_heading(ref: TrackedState, robot: TrackedState, xp: Any = np) -> T
 def reference_root_in_frame(frame: str, ref_root_pos: Any, robot_root_pos: Any, xp: Any = np) -> Any:
     """The reference's root position (..., 3) as :func:`reference_in_frame` places it: as it is
     (``world``), or moved horizontally onto the robot's root (``heading``: only its height is kept)."""
+    shape = xp.broadcast_shapes(xp.shape(ref_root_pos), xp.shape(robot_root_pos))
     if frame == "world":
-        return xp.broadcast_to(ref_root_pos, xp.broadcast_shapes(xp.shape(ref_root_pos), xp.shape(robot_root_pos)))
+        return xp.broadcast_to(ref_root_pos, shape)
     if frame == "heading":
-        ref_root_pos = xp.broadcast_to(ref_root_pos, xp.shape(robot_root_pos))
-        return xp.concatenate([robot_root_pos[..., :2], ref_root_pos[..., 2:]], axis=-1)
+        return xp.concatenate([xp.broadcast_to(robot_root_pos, shape)[..., :2], xp.broadcast_to(ref_root_pos, shape)[..., 2:]], axis=-1)
     raise ValueError(f"reference_frame: unknown '{frame}' ({' | '.join(REFERENCE_FRAMES)})")
 
 

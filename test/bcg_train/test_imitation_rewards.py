@@ -228,6 +228,11 @@ def test_the_root_distance_bound_measures_in_the_reference_frame():
 
     assert failed("world") == [True, False, True]
     assert failed("heading") == [False, False, True]
+    per_env = jnp.tile(ref_root, (3, 1))  # the task's reference: one row per environment
+    for frame in ("world", "heading"):
+        np.testing.assert_array_equal(reference_root_in_frame(frame, per_env, roots, jnp),
+                                      reference_root_in_frame(frame, ref_root, roots, jnp))
+        assert reference_root_in_frame(frame, per_env, roots[0], jnp).shape == (3, 3)
     np.testing.assert_array_equal(reference_root_in_frame("heading", ref_root, roots, jnp)[:, 2], jnp.full(3, ref_root[2]))
     with pytest.raises(ValueError, match="reference_frame"):
         reference_root_in_frame("body", ref_root, roots, jnp)

@@ -169,5 +169,5 @@ def test_the_root_distance_bound_is_taken_in_the_tasks_reference_frame(frame, fa
     task = ImitationTask(ImitationConfig(motion="models/motions/squat.csv", reference_frame=frame), ROBOT)
     qpos = jnp.tile(jnp.asarray(task.mj_model.key("default").qpos, jnp.float32), (2, 1)).at[0, 0].add(5.0)
     state = types.SimpleNamespace(sim=types.SimpleNamespace(data=types.SimpleNamespace(qpos=qpos, qvel=jnp.zeros((2, task.mj_model.nv)))))
-    reference_root = jnp.asarray(task.mj_model.key("default").qpos[:3], jnp.float32)
+    reference_root = jnp.tile(jnp.asarray(task.mj_model.key("default").qpos[:3], jnp.float32), (2, 1))  # one per env, as in step
     assert task.sim_failed(state, reference_root).tolist() == failed
