@@ -210,7 +210,13 @@ def _checked_rows(path: Path, rows, keys: tuple[str, ...] = HISTORY_KEYS) -> lis
 
 
 def _is_finite_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A float that is finite, or an int a float can hold (JSON's 1e400 is inf, its 10**400 an int)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def history_from_json(path: Path) -> tuple[list[dict], float]:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_float_at_most, positive_int
 from bcg_robot.errors import BCGInputError, ContractError, exit_on_input_error
-from bcg_robot.paths import output_dir
+from bcg_robot.paths import check_output_files, output_dir
 from bcg_train.evaluate import MAX_DURATION_S
 
 # flight_s: the mean over seeds of the longest time with both feet off the floor (s; bcg-eval's
@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.train_config is not None and not args.train_config.is_file():
             raise ContractError(args.train_config, "no such training config (--train-config)")
         out = output_dir(args.run_dir / "select", "the run's select/ folder")
+        check_output_files(out, ("best.json",), "the run's select/ folder")  # written after every evaluation
         table = out / "checkpoints.csv"
         rows = read_rows(table)
         while True:

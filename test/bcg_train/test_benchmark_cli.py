@@ -124,6 +124,8 @@ _METRICS_HEADER = "iteration,env_steps,wall_s,tracking_error_m,reward\n"
     ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256}]}', "row 1 has no finite number under wall_s"),
     ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256, "wall_s": 1, "tracking_error_m": NaN, '
                             '"reward": 1}]}', "row 1 has no finite number under tracking_error_m"),  # was a report of NaNs, exit 0
+    ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256, "wall_s": 1, "tracking_error_m": 1' + "0" * 400
+                            + ', "reward": 1}]}', "row 1 has no finite number under tracking_error_m"),  # an int no float holds
     ("shac_stiff", "metrics.csv", _METRICS_HEADER + "0,0,1,0.1,1\n", "row 1: iteration 0"),
     ("shac_stiff", "metrics.csv", _METRICS_HEADER + "1,256,x,0.1,1\n", "not a bcg-train metrics table"),
     ("shac_stiff", "metrics.csv", _METRICS_HEADER + "1,256,1,nan,1\n", "row 1 has no finite number under tracking_error_m"),
@@ -131,7 +133,7 @@ _METRICS_HEADER = "iteration,env_steps,wall_s,tracking_error_m,reward\n"
      "line 2: column 'falls' is 'abc', not an integer"),
     ("shac_bcg", "select/checkpoints.csv", "iteration,falls,seeds,e_track_cm,root_z_cm\n50,1,20,nan,1.0\n",
      "line 2: column 'e_track_cm' is 'nan', not a finite number"),
-], ids=["history_cut_short", "history_empty_object", "history_no_rows", "history_row_incomplete", "history_nan",
+], ids=["history_cut_short", "history_empty_object", "history_no_rows", "history_row_incomplete", "history_nan", "history_huge_int",
         "metrics_iteration_0", "metrics_not_a_number", "metrics_nan", "selection_table_not_a_number", "selection_table_nan"])
 def test_report_of_an_unreadable_history_or_table_is_one_line_naming_the_file(tmp_path, capsys, method, name, text, problem):
     _write_method(tmp_path, "shac_bcg", 256, 10, [(5, 0, 1.0)])

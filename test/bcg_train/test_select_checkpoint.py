@@ -195,10 +195,10 @@ def test_judging_config_reaches_every_evaluation_and_best_json(tmp_path, monkeyp
     assert json.loads((run / "select" / "best.json").read_text())["judged_with"] == "each checkpoint's own config"
 
 
-@pytest.mark.parametrize("blocker", ["select", "select/checkpoints.csv"])
+@pytest.mark.parametrize("blocker", ["select", "select/checkpoints.csv", "select/best.json"])
 def test_a_select_folder_or_table_blocked_is_one_line_and_exit_2(tmp_path, capsys, blocker):
-    """``select`` a file, or ``select/checkpoints.csv`` a folder: was a traceback (FileExistsError, or
-    IsADirectoryError after the first checkpoint's evaluation)."""
+    """``select`` a file, or ``select/checkpoints.csv`` or ``best.json`` a folder: was a traceback
+    (FileExistsError, or IsADirectoryError after the evaluations)."""
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "000050.pkl").write_bytes(b"")
