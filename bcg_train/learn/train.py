@@ -132,7 +132,14 @@ def check_checkpoint_motion(ckpt: Checkpoint) -> None:
                                          "run from the training's directory or restore the clip")
 
 
-def check_checkpoint_robot(ckpt: Checkpoint, robot: RobotConfig) -> None:
+# What of the robot config a warm start's actor depends on: its inputs and outputs are joints in
+# this order, read and commanded about this default pose, scaled by this action scale, at this
+# rate. Gains and limits may differ (fine-tuning after a gain change is a warm start's use).
+WARM_START_ROBOT_FIELDS = ("joint_names", "default_pose", "action_scale", "control_dt")
+
+
+def check_checkpoint_robot(ckpt: Checkpoint, robot: RobotConfig, fields: tuple[str, ...] = TRAINING_ROBOT_FIELDS,
+                           advice: str = "use the robot config it was trained with") -> None:
     """``robot`` is the robot config the checkpoint was trained with. The trainer reads gains,
     default pose, action scale, control rate and limits from the robot config, and export
     writes them into the policy's contract from the config it is given: after an edit of
@@ -142,14 +149,13 @@ def check_checkpoint_robot(ckpt: Checkpoint, robot: RobotConfig) -> None:
     if ckpt.robot is None:  # saved before checkpoints carried it, or a task without a robot
         return
     now = robot_record(robot)
-    for key in TRAINING_ROBOT_FIELDS:
+    for key in fields:
         if key in ckpt.robot and ckpt.robot[key] != now[key]:
             was, is_ = ckpt.robot[key], now[key]
             if isinstance(was, list) and isinstance(is_, list) and len(was) == len(is_) == robot.num_joints:
                 i = next(i for i, (a, b) in enumerate(zip(was, is_)) if a != b)
                 was, is_, key = was[i], is_[i], f"{key}[{robot.joint_names[i]}]"
-            raise CheckpointError(ckpt.path, f"trained with robot config {key} = {was}, but {robot.source} says {is_}; "
-                                             "use the robot config it was trained with")
+            raise CheckpointError(ckpt.path, f"trained with robot config {key} = {was}, but {robot.source} says {is_}; {advice}")
 
 
 def warm_start_source(cfg: TrainConfig):
@@ -326,6 +332,9 @@ def train(
     robot = getattr(task, "robot", None)
     if ckpt is not None and robot is not None:
         check_checkpoint_robot(ckpt, robot)
+    if source is not None and robot is not None:  # before the reset's compile
+        check_checkpoint_robot(source, robot, WARM_START_ROBOT_FIELDS,
+                               "a warm start keeps the actor, whose inputs and outputs mean these (--init-from)")
     run_dir.mkdir(parents=True, exist_ok=True)
     shac = SHAC(task, cfg.shac, cfg.devices)
     if ckpt is not None:

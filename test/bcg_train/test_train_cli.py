@@ -166,6 +166,39 @@ def test_export_and_resume_refuse_a_clip_other_than_the_one_trained_on(tmp_path,
     check_checkpoint_motion(old)
 
 
+def test_a_warm_start_refuses_a_source_whose_actor_means_other_joints_and_takes_other_gains(tmp_path):
+    """--init-from keeps the actor: a source trained with another default pose (or joint order, action
+    scale, rate) would command the wrong targets, and is refused before the reset's compile and before
+    anything is written; a source trained with other gains is a legitimate warm start."""
+    import dataclasses
+
+    from bcg_robot.config import load_robot_config
+    from bcg_train.learn.config import SHACConfig, TrainConfig
+    from bcg_train.learn.train import CheckpointError, train
+    from bcg_train.tasks.point_mass import PointMassTask
+
+    @dataclasses.dataclass(frozen=True)
+    class RobotTask(PointMassTask):  # a task built from a robot config, as the imitation task is
+        robot: object = None
+
+    robot = load_robot_config()
+    shac_cfg = SHACConfig(num_envs=2, horizon=2, iterations=2, actor_hidden=(4,), critic_hidden=(4,), critic_iterations=1, critic_minibatches=1)
+    sources = {}
+    for name, changes in (("pose", {"default_pose": (robot.default_pose[0] + 0.1, *robot.default_pose[1:])}),
+                          ("gains", {"kp": tuple(2.0 * k for k in robot.kp)})):
+        cfg = TrainConfig(shac=shac_cfg, run_dir=str(tmp_path / name), devices=1)
+        train(cfg, task=RobotTask(robot=dataclasses.replace(robot, **changes)), iterations=1, progress=False)
+        sources[name] = tmp_path / name / "checkpoints" / "000001.pkl"
+
+    warm = TrainConfig(shac=shac_cfg, run_dir=str(tmp_path / "warm"), devices=1, init_from=str(sources["pose"]))
+    with pytest.raises(CheckpointError, match=rf"trained with robot config default_pose\[{robot.joint_names[0]}\] = .*a warm start keeps the actor"):
+        train(warm, task=RobotTask(robot=robot), iterations=0, progress=False)
+    assert not (tmp_path / "warm").exists()
+    _, state, _ = train(dataclasses.replace(warm, init_from=str(sources["gains"])), task=RobotTask(robot=robot), iterations=0,
+                        progress=False)
+    assert (tmp_path / "warm" / "warm_start.json").is_file() and int(state.iteration) == 0
+
+
 def test_export_and_resume_refuse_a_robot_config_other_than_the_one_trained_on(tmp_path, capsys):
     """Training reads gains, default pose, action scale and rate from the robot config, and
     export writes the contract from the config it is given: after an edit of the robot config
