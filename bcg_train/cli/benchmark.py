@@ -192,8 +192,8 @@ def method_config(base, method: str, run_dir: Path, eval_every: int):
     return dataclasses.replace(base, run_dir=str(run_dir), task=task, checkpoint_every=eval_every)
 
 
-# what the report reads of every history row
 REPORT_FILES = ("benchmark.json", "benchmark.png")  # what report() writes into --out
+# what the report reads of every history row
 HISTORY_KEYS = ("env_steps", "wall_s", "tracking_error_m", "reward")
 
 

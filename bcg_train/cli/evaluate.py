@@ -25,6 +25,7 @@ from bcg_robot.errors import ContractError, exit_on_input_error
 from bcg_robot.gif import write_gif
 from bcg_robot.model import build_model
 from bcg_train.evaluate import MAX_DURATION_S
+
 # what bcg-eval writes into its output folder (a folder in the place of one is refused before the rollouts)
 OUTPUT_FILES = ("eval.png", "summary.json")
 
@@ -140,9 +141,12 @@ def main(argv: list[str] | None = None) -> int:
         reference = load_reference_motion(motion, robot)
         out = output_dir(args.out or args.policy.parent / f"{args.policy.stem}_{args.baseline or 'eval'}", "--out")
         video_name = f"seed{args.first_seed}.mp4"
-        check_output_files(out, (*OUTPUT_FILES, *((video_name, f"seed{args.first_seed}_frames.png", f"seed{args.first_seed}.gif")
-                                                  if args.video else ()),
-                                 *((f"baseline_{args.baseline}.onnx",) if args.baseline else ())), "--out")
+        written = list(OUTPUT_FILES)
+        if args.video:  # the video, its frame strip, or the GIF it falls back to (_VideoRecorder.save)
+            written += [video_name, f"seed{args.first_seed}_frames.png", f"seed{args.first_seed}.gif"]
+        if args.baseline is not None:
+            written.append(f"baseline_{args.baseline}.onnx")
+        check_output_files(out, written, "--out")
         if args.baseline is not None:
             from bcg_train.evaluate.baselines import write_baseline_policy
 

@@ -158,7 +158,7 @@ def check_checkpoint_robot(ckpt: Checkpoint, robot: RobotConfig, fields: tuple[s
             raise CheckpointError(ckpt.path, f"trained with robot config {key} = {was}, but {robot.source} says {is_}; {advice}")
 
 
-def warm_start_source(cfg: TrainConfig):
+def warm_start_source(cfg: TrainConfig) -> Checkpoint:
     """The checkpoint ``cfg.init_from``, read and checked before the task is built and its
     reset compiled (a bad file was found only after about 46 s of setup). The observation
     layout must be the checkpoint's: the same sizes in another order would pass every shape
@@ -172,13 +172,12 @@ def warm_start_source(cfg: TrainConfig):
     return ckpt
 
 
-def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path, ckpt=None) -> SHACState:
-    """``state`` with the networks and normalizer of the checkpoint ``cfg.init_from``
-    (:meth:`SHAC.warm_start`; ``ckpt``: that checkpoint as :func:`warm_start_source` read it);
-    the source is recorded in ``run_dir/warm_start.json``. Where the critics' inputs differ
-    (``task.critic_privileged``), only the actor and its normalizer are taken: the critics
-    start fresh (give them ``shac.critic_warmup_iterations``)."""
-    ckpt = ckpt if ckpt is not None else warm_start_source(cfg)
+def warm_start(shac: SHAC, state: SHACState, cfg: TrainConfig, run_dir: Path, ckpt: Checkpoint) -> SHACState:
+    """``state`` with the networks and normalizer of ``ckpt``, the checkpoint ``cfg.init_from`` as
+    :func:`warm_start_source` read it (:meth:`SHAC.warm_start`); the source is recorded in
+    ``run_dir/warm_start.json``. Where the critics' inputs differ (``task.critic_privileged``),
+    only the actor and its normalizer are taken: the critics start fresh (give them
+    ``shac.critic_warmup_iterations``)."""
     same_critics = tuple(ckpt.config.task.critic_privileged) == tuple(cfg.task.critic_privileged)
     try:
         warm = shac.warm_start(state, ckpt.state, critics=same_critics)
