@@ -23,8 +23,13 @@ its publisher through the publisher GID in the message info. The interface's own
 known by its GID: the one publisher of this node's name that the ROS graph gained when the
 interface created it (local endpoints enter the graph at once). Its node name would not do: a
 second node of the same name, started twice by mistake, would pass for it; such a publisher is
-foreign. Every other publisher is named through the ROS graph (node name). Messages of the own
-publisher are skipped; :meth:`take_commands` returns the others since the last call.
+foreign. Every other publisher is named through the ROS graph (node name), and gets the role
+``writer_roles`` gives that name. A publisher with a role is a writer of its own, named with its
+GID too: to the sentinel, whose command stream is that of the first ``node`` publisher it hears,
+a second node of the policy node's name is another writer (a second commander, whose commands do
+not keep the sentinel from taking over when the real node dies), as unitree_sdk's session stamps
+tell two node processes apart. Messages of the own publisher are skipped; :meth:`take_commands`
+returns the others since the last call.
 """
 
 from __future__ import annotations
@@ -225,6 +230,8 @@ class Ros2RobotInterface:
                         role = self._roles.get(name, "foreign")
                         if name == self._node.get_name() and role == "foreign":
                             name = f"{name} (another node of this node's name, publisher {gid_text(gid)})"
+                        elif role != "foreign":  # one writer per publisher: see the module docstring
+                            name = f"{name} (publisher {gid_text(gid)})"
                         writer = self._writers[gid] = CommandWriter(role, name)
                     break
         return writer
