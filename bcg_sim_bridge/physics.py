@@ -168,7 +168,7 @@ class BridgePhysics:
             self.set_band(False)
             band = False
         if band:
-            pos = self.data.xpos[self._root_body]
+            pos = self.data.qpos[:3]  # the root's free joint: the current state, as its velocity and tilt
             vel = self.data.qvel[:3]
             xfrc[:3] = self._band.stiffness * (self._anchor - pos) - self._band.damping * vel
             mujoco.mju_quat2Vel(self._rotvec, self.data.qpos[3:7], 1.0)  # axis * angle from upright
@@ -214,7 +214,22 @@ class BridgePhysics:
         unstable = any(self.data.warning[w].number > 0 for w in UNSTABLE_WARNINGS)
         return bool(not unstable and np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qvel).all())
 
+    def _current_sensors(self) -> None:
+        """Recompute the position and velocity sensors (IMU quaternion and gyro) on the current
+        state. ``mj_step`` computes sensors in its forward pass, before it integrates: read after
+        it, they are one physics step older than the joints beside them, where the training
+        model's observation reads the pelvis' orientation and rate off the current state. Only
+        kinematics: the next ``mj_step`` recomputes all of it from ``qpos`` and ``qvel``, so the
+        trajectory is unchanged. The accelerometer stays the last step's: an acceleration is only
+        known from a step."""
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+        mujoco.mj_sensorPos(self.model, self.data)
+        mujoco.mj_comVel(self.model, self.data)
+        mujoco.mj_sensorVel(self.model, self.data)
+
     def snapshot(self) -> BridgeState:
+        self._current_sensors()
         s = self.data.sensordata
         return BridgeState(
             tick=self.tick,

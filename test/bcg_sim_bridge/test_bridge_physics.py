@@ -38,6 +38,29 @@ def test_holds_the_g1_standing_under_a_default_pose_command(robot, dt):
     assert 0 <= state.foot_penetration < 0.005
 
 
+def test_the_imu_reads_the_current_state_and_reading_it_leaves_the_trajectory_unchanged(robot):
+    """mj_step computes its sensors before it integrates; the state's IMU is the pelvis' orientation
+    and rate now, beside the joints of now, as the training observation reads them (the IMU site
+    sits on the pelvis, aligned with it). A run that reads its state steps exactly as one that does not."""
+    band = ElasticBandConfig(enabled=True)
+    read, unread = (BridgePhysics(robot, dataclasses.replace(BridgeConfig(), elastic_band=band)) for _ in range(2))
+    for physics in (read, unread):
+        physics.set_command(default_pose_command(robot))
+        physics.push(np.array([300.0, 200.0, 0.0]), 0.1)  # the hanging robot swings and turns
+    rates = []
+    for _ in range(150):
+        read.step()
+        unread.step()
+        state = read.snapshot()
+        quat = read.data.qpos[3:7] / np.linalg.norm(read.data.qpos[3:7])
+        np.testing.assert_allclose(state.imu_quat, quat, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(state.imu_gyro, read.data.qvel[3:6], rtol=0, atol=1e-9)
+        rates.append(np.linalg.norm(state.imu_gyro))
+    assert max(rates) > 0.2  # it turned: a reading one step old would differ
+    np.testing.assert_array_equal(read.data.qpos, unread.data.qpos)
+    np.testing.assert_array_equal(read.data.qvel, unread.data.qvel)
+
+
 def test_torque_is_the_shared_pd_law_clipped_to_effort(robot):
     physics = _physics(robot)
     target = robot.default_q + 1.0  # far away: saturates every joint
