@@ -95,7 +95,7 @@ def ppo_policy_writer(cfg, ppo_cfg, every: int, policies: Path, start_iteration:
     robot = load_robot_config()
     ref, table = reference_offset_table(cfg, robot)
     steps_per_iteration = ppo_cfg.num_envs * ppo_cfg.rollout_steps
-    provenance = ppo_provenance(config_hash(cfg), motion_sha256(cfg), ppo_cfg.num_envs)
+    provenance = ppo_run_provenance(cfg, ppo_cfg.num_envs)
 
     def write(env_steps: int, make_policy, params) -> None:
         iteration = start_iteration + int(env_steps) // steps_per_iteration
@@ -113,6 +113,12 @@ def ppo_provenance(config_hash: str, motion_digest: str | None, num_envs: int) -
     config (hash), the clip's bytes (SHA-256) and the environment count (the env steps of the
     resumed rows count on from the iteration at that count)."""
     return {"config_hash": config_hash, "motion_sha256": motion_digest, "num_envs": int(num_envs)}
+
+
+def ppo_run_provenance(cfg, num_envs: int) -> dict:
+    """:func:`ppo_provenance` of a PPO run of ``cfg`` with ``num_envs`` environments: what its
+    parameter files record and what a resumed run checks them against."""
+    return ppo_provenance(config_hash(cfg), motion_sha256(cfg), num_envs)
 
 
 def ppo_resume_point(path: Path, expected: dict | None = None) -> tuple[int, object]:
@@ -346,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                     per_iteration = args.ppo_envs * PPOConfig.rollout_steps
                     resume = None
                     if args.resume_ppo is not None:
-                        resume = ppo_resume_point(args.resume_ppo, ppo_provenance(config_hash(cfg), motion_sha256(cfg), args.ppo_envs))
+                        resume = ppo_resume_point(args.resume_ppo, ppo_run_provenance(cfg, args.ppo_envs))
                     earlier = []
                     if resume is not None and (run_dir / "history.json").is_file():
                         earlier, _ = history_from_json(run_dir / "history.json")
