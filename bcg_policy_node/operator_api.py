@@ -68,6 +68,8 @@ from std_srvs.srv import Trigger
 
 NODE_NAME = "policy_node"
 SENTINEL_NODE_NAME = "policy_sentinel"
+# on ros2, the role of a lowcmd publisher by its node's name (bcg_robot.wire.CommandWriter); any other is foreign
+WRITER_ROLES = {NODE_NAME: "node", SENTINEL_NODE_NAME: "sentinel"}
 
 RUN_SERVICE = "policy_node/run"
 STOP_SERVICE = "policy_node/stop"

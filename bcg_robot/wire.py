@@ -113,7 +113,8 @@ def command_from_flat(data, num_joints: int) -> LowCommand:
 # Who wrote a command. On ``rt/lowcmd`` the BCG writers stamp ``reserve[4]`` (covered by
 # the CRC; the robot ignores it): [STAMP_MAGIC | role code, session, sequence, 0], the
 # session a random 32-bit number per process. On ros2 the writer is told by the
-# publishing node's name. Any other writer is a second commander.
+# publishing node's name and, for the node's and the sentinel's names, its publisher GID
+# (two nodes of one name are two writers). Any other writer is a second commander.
 STAMP_MAGIC = 0xBC600000
 STAMP_ROLES = {"node": 1, "sentinel": 2}
 
@@ -121,7 +122,7 @@ STAMP_ROLES = {"node": 1, "sentinel": 2}
 @dataclasses.dataclass(frozen=True)
 class CommandWriter:
     role: str  # "node", "sentinel" or "foreign"
-    ident: str  # e.g. "node#1a2b3c4d" (stamp) or "policy_node" (ros2 node name)
+    ident: str  # e.g. "node#1a2b3c4d" (stamp) or "policy_node (publisher 01.0f...)" (ros2 node name, GID)
 
     def __str__(self) -> str:
         return self.ident

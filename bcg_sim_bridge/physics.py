@@ -226,6 +226,7 @@ class BridgePhysics:
         mujoco.mj_comPos(self.model, self.data)
         mujoco.mj_sensorPos(self.model, self.data)
         mujoco.mj_comVel(self.model, self.data)
+        mujoco.mj_subtreeVel(self.model, self.data)  # mj_sensorVel would reuse mj_step's (its flag is still set)
         mujoco.mj_sensorVel(self.model, self.data)
 
     def snapshot(self) -> BridgeState:

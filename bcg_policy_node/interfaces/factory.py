@@ -60,10 +60,10 @@ def open_interface(node: Node, params: InterfaceParams, robot: RobotConfig, grou
         raise ValueError(f"role must be one of {list(STAMP_ROLES)}")
     if params.kind == "ros2":
         from bcg_policy_node.interfaces.ros2_interface import Ros2RobotInterface
-        from bcg_policy_node.operator_api import NODE_NAME, SENTINEL_NODE_NAME
+        from bcg_policy_node.operator_api import WRITER_ROLES
 
         return Ros2RobotInterface(node, robot.joint_names, group, subscribe_state=role == "node", watch_commands=True,
-                                  writer_roles={NODE_NAME: "node", SENTINEL_NODE_NAME: "sentinel"},
+                                  writer_roles=WRITER_ROLES,
                                   lifecycle_command=isinstance(node, LifecycleNode))
     from bcg_policy_node.interfaces.unitree_sdk_interface import UnitreeSdkRobotInterface
 

@@ -20,7 +20,6 @@ from bcg_policy_node.interfaces.ros2_interface import (COMMAND_QOS, Ros2RobotInt
 from bcg_policy_node.sentinel.sentinel_watch import SentinelState, SentinelWatch
 
 NAMESPACES = (f"/ros2_interface_writers_{os.getpid()}_{i}" for i in itertools.count())
-SENTINEL_ROLES = {api.NODE_NAME: "node", api.SENTINEL_NODE_NAME: "sentinel"}  # as the sentinel opens it
 
 
 def test_two_nodes_of_the_policy_nodes_name_are_two_writers_and_the_second_cannot_keep_the_sentinel_off():
@@ -35,7 +34,7 @@ def test_two_nodes_of_the_policy_nodes_name_are_two_writers_and_the_second_canno
     executor.add_node(nodes["sentinel"])
     try:
         interface = Ros2RobotInterface(nodes["sentinel"], robot.joint_names, subscribe_state=False, watch_commands=True,
-                                       writer_roles=SENTINEL_ROLES)
+                                       writer_roles=api.WRITER_ROLES)  # as the sentinel opens it
         publishers, gids = {}, {}
         for name in ("real", "twin"):
             before = publisher_gids(nodes[name], COMMAND_TOPIC)

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -56,6 +57,14 @@ def test_the_imu_reads_the_current_state_and_reading_it_leaves_the_trajectory_un
         np.testing.assert_allclose(state.imu_quat, quat, rtol=0, atol=1e-9)
         np.testing.assert_allclose(state.imu_gyro, read.data.qvel[3:6], rtol=0, atol=1e-9)
         rates.append(np.linalg.norm(state.imu_gyro))
+    # every position and velocity sensor of the model (root_angmom too) as a forward pass on this state gives them
+    fresh = mujoco.MjData(read.model)
+    fresh.qpos[:], fresh.qvel[:] = read.data.qpos, read.data.qvel
+    mujoco.mj_forward(read.model, fresh)
+    for i in np.flatnonzero(read.model.sensor_needstage < int(mujoco.mjtStage.mjSTAGE_ACC)):
+        at = slice(read.model.sensor_adr[i], read.model.sensor_adr[i] + read.model.sensor_dim[i])
+        np.testing.assert_allclose(read.data.sensordata[at], fresh.sensordata[at], rtol=1e-9, atol=1e-12,
+                                   err_msg=read.model.sensor(i).name)
     assert max(rates) > 0.2  # it turned: a reading one step old would differ
     np.testing.assert_array_equal(read.data.qpos, unread.data.qpos)
     np.testing.assert_array_equal(read.data.qvel, unread.data.qvel)
