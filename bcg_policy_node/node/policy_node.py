@@ -9,7 +9,12 @@ configure  load robot config, safety config and policy; check the policy's contr
            states as lifecycle publishers, live only while active) and the diagnostics
            publisher with its timer. On ``ros2`` the motor command publisher is a
            lifecycle publisher too; the ``unitree_sdk`` writer is a DDS writer, sent to
-           only by the control timer and the damping of deactivate/shutdown.
+           only by the control timer and the damping of deactivate/shutdown. While not
+           active, an idle timer takes other writers' commands as they come (every
+           ``IDLE_COMMAND_POLL_S``) and keeps those of the last ``foreign_commander_window_s``
+           for the next activation's lease: ``unitree_sdk`` dates a command when it is
+           taken, and a backlog left from an inactive spell (a writer long gone) would
+           read as current at the first tick and trip ``foreign_commander``.
 activate   enable the lifecycle publishers, then start the 50 Hz control timer (own
            callback group) in PASSIVE, or in DAMP when the previous activation ended in a
            DAMP not reset (reactivating is no reset); the control loop
@@ -59,8 +64,11 @@ from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
 from bcg_policy_node.node.parameters import declare_startup_parameter, reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.node.tick_timing import TickTiming
+from bcg_policy_node.interfaces.robot_state import SeenCommand
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
 from bcg_policy_node.safety.faults import Fault
+
+IDLE_COMMAND_POLL_S = 0.05  # configured, not active: other writers' commands are taken (and dated) this often
 
 
 class PolicyNode(LifecycleNode):
@@ -105,6 +113,7 @@ class PolicyNode(LifecycleNode):
         self._latched_fault: Fault | None = None  # a DAMP not reset when control stopped (see on_activate)
         self._state_wait_s = 0.0
         self._autostarting = False
+        self._idle_commands: list[SeenCommand] = []  # other writers' commands while not active (_on_idle_poll)
 
         self._operator_group = MutuallyExclusiveCallbackGroup()
         self._control_group = MutuallyExclusiveCallbackGroup()
@@ -141,6 +150,7 @@ class PolicyNode(LifecycleNode):
         self._joint_pub = keep("lifecycle_publisher", self.create_lifecycle_publisher(JointState, api.JOINT_STATES_TOPIC, 10))
         self._diag_pub = keep("publisher", self.create_publisher(DiagnosticArray, api.DIAGNOSTICS_TOPIC, 10))
         keep("timer", self.create_timer(self.diagnostics_period, self._on_diagnostics_timer, callback_group=group))
+        keep("timer", self.create_timer(IDLE_COMMAND_POLL_S, self._on_idle_poll, callback_group=self._control_group))
 
     def _destroy_entities(self) -> None:
         """Destroy what _create_entities made, newest first (caller holds the lock)."""
@@ -194,6 +204,9 @@ class PolicyNode(LifecycleNode):
             self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout, self.sentinel_timeout,
                                     latched=self._latched_fault)
             self._latched_fault = None
+            self._take_idle_commands()  # up to now, dated at most one poll period late
+            self.loop.lease.observe(self._idle_commands)
+            self._idle_commands = []
             self.timing = TickTiming()
             self._last_tick_start = None
             self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
@@ -238,6 +251,7 @@ class PolicyNode(LifecycleNode):
     def _release(self) -> None:
         with self._lock:
             self._latched_fault = None  # a new configure starts over (the policy may be another)
+            self._idle_commands = []
             if self.interface is not None:
                 self.interface.close()
             self.interface, self.policy = None, None
@@ -290,6 +304,21 @@ class PolicyNode(LifecycleNode):
     def _on_sentinel_state(self, msg: String) -> None:
         with self._lock:
             self._inputs.sentinel_state = msg.data
+
+    # other writers' commands while not active ----------------------------------------
+    def _on_idle_poll(self) -> None:
+        with self._lock:
+            if self.loop is None:  # active, the ticks take them
+                self._take_idle_commands()
+
+    def _take_idle_commands(self) -> None:
+        """Take other writers' commands into ``_idle_commands``, keeping those of the last
+        ``foreign_commander_window_s`` (caller holds the lock; not active)."""
+        if self.interface is None or self.safety is None:
+            return
+        seen = self.interface.take_commands()
+        oldest = time.monotonic() - self.safety.foreign_commander_window_s
+        self._idle_commands = [c for c in (*self._idle_commands, *seen) if c.t >= oldest]
 
     # control tick --------------------------------------------------------------------
     def _lease_commands(self) -> None:

@@ -18,6 +18,8 @@ import numpy as np
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from diagnostic_msgs.msg import DiagnosticArray
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64MultiArray, String, UInt64
 from std_srvs.srv import Trigger
@@ -64,6 +66,7 @@ class Observer(Node):
         self.deadman_pub = self.create_publisher(Empty, api.DEADMAN_TOPIC, 10)
         self._trigger_clients = {name: self.create_client(Trigger, name)
                         for name in (api.RUN_SERVICE, api.STOP_SERVICE, api.RESET_SERVICE)}
+        self.change_state = self.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
         self.create_timer(0.05, self._on_deadman_timer)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)
@@ -136,11 +139,22 @@ class Observer(Node):
         client = self._trigger_clients[service]
         if not client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f"service {service} not available")
-        future = client.call_async(Trigger.Request())
+        return self._answer(client, Trigger.Request(), timeout)
+
+    def transition(self, transition_id: int, timeout: float = 30.0) -> bool:
+        """Ask the policy node for a lifecycle transition (``lifecycle_msgs/Transition`` id);
+        whether it succeeded."""
+        if not self.change_state.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"service {self.change_state.srv_name} not available")
+        return self._answer(self.change_state, ChangeState.Request(transition=Transition(id=transition_id)), timeout).success
+
+    @staticmethod
+    def _answer(client, request, timeout: float):
+        future = client.call_async(request)
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
         if not done.wait(timeout):
-            raise TimeoutError(f"service {service} did not answer")
+            raise TimeoutError(f"service {client.srv_name} did not answer")
         return future.result()
 
     def inject(self, what: str) -> None:

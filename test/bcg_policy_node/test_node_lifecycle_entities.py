@@ -99,8 +99,9 @@ def test_entities_exist_from_configure_to_cleanup_and_configure_runs_again(node)
         wait_for_graph(node, tuple(b | o for b, o in zip(unconfigured, operator)), f"configured ({cycle})")
         added = {k: v - before[k] for k, v in local_entities(node).items()}
         # publishers: state, fault, heartbeat, timing, joint states, diagnostics, lowcmd;
-        # subscriptions: e-stop, deadman, the sentinel's heartbeat and state, lowcmd; run/stop/reset; the diagnostics timer
-        assert added == {"publishers": 7, "subscriptions": 5, "services": 3, "timers": 1}, cycle
+        # subscriptions: e-stop, deadman, the sentinel's heartbeat and state, lowcmd; run/stop/reset; the diagnostics
+        # and idle-poll timers
+        assert added == {"publishers": 7, "subscriptions": 5, "services": 3, "timers": 2}, cycle
         assert state_helper_present(node)
         outputs = lifecycle_publishers(node)  # heartbeat, timing, joint states and the motor commands
         assert sorted(p.topic_name for p in outputs) == sorted(
@@ -108,9 +109,9 @@ def test_entities_exist_from_configure_to_cleanup_and_configure_runs_again(node)
         assert not any(p.is_activated for p in outputs)  # inactive: they publish nothing
 
         assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
-        assert all(p.is_activated for p in outputs) and local_entities(node)["timers"] == 2  # + control timer
+        assert all(p.is_activated for p in outputs) and local_entities(node)["timers"] == 3  # + control timer
         assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
-        assert not any(p.is_activated for p in outputs) and local_entities(node)["timers"] == 1
+        assert not any(p.is_activated for p in outputs) and local_entities(node)["timers"] == 2
 
         assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
         assert local_entities(node) == before and not lifecycle_publishers(node)
@@ -189,6 +190,32 @@ def test_commands_of_other_writers_seen_while_inactive_are_bounded(node):
     assert len(seen) == SEEN_COMMANDS_KEPT and seen[-1].writer.role == "foreign"
     assert seen[0].t >= newest_from  # the oldest 500 were dropped, the newest kept
     assert node.interface.take_commands() == []
+    assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+
+
+def test_other_writers_heard_while_inactive_reach_the_next_activation_only_while_recent(node):
+    """Not active, the idle poll takes other writers' commands as they come and keeps those of the
+    last foreign_commander_window_s; activation hands them to the new control loop's lease, so a
+    writer heard just before it is a fault at once, and one gone for longer is none."""
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+    window = node.safety.foreign_commander_window_s
+    info = {"publisher_gid": {"data": bytes(range(24))}}  # a writer the graph does not know: foreign
+    node.interface._on_command(b"", info)
+    node._on_idle_poll()  # what the idle timer runs
+    assert len(node._idle_commands) == 1 and node._idle_commands[0].writer.role == "foreign"
+    time.sleep(window + 0.1)
+    node._on_idle_poll()
+    assert node._idle_commands == []  # gone for longer than the window: forgotten
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert node.loop.lease.fault(time.monotonic()) is None
+    node._on_idle_poll()  # active: the ticks take them, the idle poll does not
+    assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    node.interface._on_command(b"", info)  # heard just before the activation, not yet polled
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    fault = node.loop.lease.fault(time.monotonic())
+    assert fault is not None and fault.kind == "foreign_commander", fault
+    assert node._idle_commands == []
+    assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
     assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
 
 

@@ -370,12 +370,11 @@ def test_operator_api_exists_from_configure_to_cleanup_and_outputs_only_while_ac
     print(f"stopped nodes' services gone after {time.monotonic() - t_stop:.1f} s")
     procs.start_module("lifecycle", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety)})
     try:
-        change = obs.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
-        assert change.wait_for_service(timeout_sec=60)
+        assert obs.change_state.wait_for_service(timeout_sec=60)
         assert not run.wait_for_service(timeout_sec=1.0)  # unconfigured: no operator API
 
         def transition(tid):
-            assert call_and_wait(change, ChangeState.Request(transition=Transition(id=tid))).success
+            assert obs.transition(tid)
 
         def heartbeats_within(seconds):
             n = len(obs.heartbeats)

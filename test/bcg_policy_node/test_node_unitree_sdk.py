@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import pytest
+from lifecycle_msgs.msg import Transition
 
 from bcg_robot.wire import UNITREE_MODE_MACHINE_23DOF, UNITREE_MODE_MACHINE_29DOF
 import rclpy
@@ -155,6 +156,30 @@ def test_a_second_sdk_commander_trips_damp(sdk_node):
             break
     assert fault.startswith("foreign_commander:") and "unstamped rt/lowcmd writer" in fault, obs.faults[-3:]
     assert obs.state() == "DAMP"
+
+
+def test_a_writer_gone_before_the_activation_is_no_fault_after_it(sdk_node):
+    """The SDK reader dates a command when it is taken. While the node was deactivated nothing
+    took them, and the last 64 of a writer long gone read as current at the first tick after
+    activation (foreign_commander). The idle poll takes them as they come."""
+    obs, procs, tmp, safety, policy = sdk_node
+    for _ in range(4):  # repeated only when a load fault (a starved process) came
+        back_to_hold(obs)
+        assert obs.transition(Transition.TRANSITION_DEACTIVATE)
+        probe = start_probe(tmp, 100, "gone")  # 1 s of commands, into the inactive node's reader
+        out, _ = probe.communicate(timeout=60)
+        assert probe.returncode == 0, out[-2000:]
+        time.sleep(1.0)  # twice foreign_commander_window_s
+        n_faults, t_active = len(obs.faults), time.monotonic()
+        assert obs.transition(Transition.TRANSITION_ACTIVATE)
+        obs.wait_for(lambda: obs.states[-1][0] > t_active, 10, "a state after the activation")
+        time.sleep(1.0)
+        faults = [fault for _, fault in obs.faults[n_faults:]]
+        if not any(fault.split(":")[0] in LOAD_FAULTS for fault in faults):
+            break
+    assert read_result(tmp / "gone.json")["sent_good"] == 100
+    assert faults == [], faults
+    back_to_hold(obs)
 
 
 def test_sentinel_damps_over_the_sdk_when_the_node_dies(sdk_node, robot):
