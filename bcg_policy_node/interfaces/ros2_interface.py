@@ -133,8 +133,9 @@ class Ros2RobotInterface:
         self._pub = create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
         self._own_gid = created_publisher_gid(node, COMMAND_TOPIC, before)
         self._command_sub = None
-        # bounded: a configured node that is not active does not take them (the sentinel's damping at
-        # 50 Hz grew it by 180,000 an hour, and the first tick walked them all); the newest are kept
+        # bounded: when nothing takes them (a node whose executor does not run its idle poll, a starved
+        # process) the sentinel's damping at 50 Hz grew it by 180,000 an hour, and the first tick walked
+        # them all; the newest are kept
         self._seen: collections.deque[SeenCommand] = collections.deque(maxlen=SEEN_COMMANDS_KEPT)
         self._writers: dict[bytes, CommandWriter] = {}
         self._roles = dict(writer_roles or {})

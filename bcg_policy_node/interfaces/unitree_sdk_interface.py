@@ -11,8 +11,9 @@ write delivers locally to every reader in the process; with a listener on such a
 the receive thread can sit in that listener waiting for the GIL while the writer waits
 for the listener: a deadlock (seen in the sentinel, which writes and watches
 ``rt/lowcmd``). So every reader here is polled: LowState (history depth 1) and, when
-watching, ``rt/lowcmd`` (depth 64, local writers ignored) are taken when a control tick
-or a check asks. The 500 Hz state costs nothing in Python between ticks: only the newest
+watching, ``rt/lowcmd`` (depth 64, local writers ignored) are taken when a control tick,
+the node's idle poll (not active) or the sentinel's check asks; a command is dated when it
+is taken. The 500 Hz state costs nothing in Python between ticks: only the newest
 sample is decoded, dated to its arrival (:mod:`bcg_policy_node.interfaces.arrival`).
 :meth:`latest_state` with ``wait_s`` > 0 waits (GIL released, on a
 DDS waitset) for the next sample to arrive, so a tick computes on a state that is

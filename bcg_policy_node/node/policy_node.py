@@ -28,8 +28,8 @@ cleanup    close the interface, destroy every entity configure created (and forg
            any state) and error processing do the same (error processing returns to
            unconfigured).
 
-Threads: the executor runs transitions, operator callbacks, the diagnostics timer and
-the control timer; every piece of state they share (control loop, inputs, counters,
+Threads: the executor runs transitions, operator callbacks, the diagnostics timer, the
+idle poll (cancelled while active) and the control timer; every piece of state they share (control loop, inputs, counters,
 timing, entities) is read and written under one lock, and the tick publishes its
 outputs under it, so cleanup never destroys a publisher a tick is using. No DDS
 listener waits on that lock (the interfaces poll their readers).
@@ -123,6 +123,7 @@ class PolicyNode(LifecycleNode):
         self._entities: list[tuple[str, object]] = []
         self._diag_pub = self._state_pub = self._fault_pub = None
         self._heartbeat_pub = self._timing_pub = self._joint_pub = None
+        self._idle_timer = None
 
     def _create_entities(self) -> None:
         """The operator API, the outputs and diagnostics (on_configure; caller holds the
@@ -150,7 +151,8 @@ class PolicyNode(LifecycleNode):
         self._joint_pub = keep("lifecycle_publisher", self.create_lifecycle_publisher(JointState, api.JOINT_STATES_TOPIC, 10))
         self._diag_pub = keep("publisher", self.create_publisher(DiagnosticArray, api.DIAGNOSTICS_TOPIC, 10))
         keep("timer", self.create_timer(self.diagnostics_period, self._on_diagnostics_timer, callback_group=group))
-        keep("timer", self.create_timer(IDLE_COMMAND_POLL_S, self._on_idle_poll, callback_group=self._control_group))
+        self._idle_timer = keep("timer", self.create_timer(IDLE_COMMAND_POLL_S, self._on_idle_poll,
+                                                           callback_group=self._control_group))
 
     def _destroy_entities(self) -> None:
         """Destroy what _create_entities made, newest first (caller holds the lock)."""
@@ -162,6 +164,7 @@ class PolicyNode(LifecycleNode):
         self._entities.clear()
         self._diag_pub = self._state_pub = self._fault_pub = None
         self._heartbeat_pub = self._timing_pub = self._joint_pub = None
+        self._idle_timer = None
 
     # lifecycle -------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -204,9 +207,11 @@ class PolicyNode(LifecycleNode):
             self.loop = ControlLoop(self.robot, self.policy, self.safety, self.deadman_timeout, self.sentinel_timeout,
                                     latched=self._latched_fault)
             self._latched_fault = None
-            self._take_idle_commands()  # up to now, dated at most one poll period late
+            self._take_idle_commands()  # up to now (dated late by at most a poll period, when the executor keeps up)
             self.loop.lease.observe(self._idle_commands)
             self._idle_commands = []
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()  # the ticks take them now
             self.timing = TickTiming()
             self._last_tick_start = None
             self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
@@ -247,6 +252,8 @@ class PolicyNode(LifecycleNode):
             if self.loop is not None and self.loop.state is api.ControlState.DAMP:
                 self._latched_fault = self.loop.machine.fault
             self.loop = None
+            if self._idle_timer is not None:
+                self._idle_timer.reset()  # not active: the idle poll takes other writers' commands again
 
     def _release(self) -> None:
         with self._lock:

@@ -174,8 +174,8 @@ def test_a_damp_stays_latched_through_deactivate_and_activate(node):
 
 
 def test_commands_of_other_writers_seen_while_inactive_are_bounded(node):
-    """Configured but not active, the node takes no commands; another writer's (the sentinel
-    damping at 50 Hz) were kept without bound. The newest SEEN_COMMANDS_KEPT are kept."""
+    """When nothing takes them (here no executor runs the idle poll), another writer's commands (the
+    sentinel damping at 50 Hz) were kept without bound. The newest SEEN_COMMANDS_KEPT are kept."""
     from bcg_policy_node.interfaces.ros2_interface import SEEN_COMMANDS_KEPT
 
     assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
@@ -208,8 +208,12 @@ def test_other_writers_heard_while_inactive_reach_the_next_activation_only_while
     assert node._idle_commands == []  # gone for longer than the window: forgotten
     assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
     assert node.loop.lease.fault(time.monotonic()) is None
-    node._on_idle_poll()  # active: the ticks take them, the idle poll does not
+    assert node._idle_timer.is_canceled()  # active: the ticks take them, the idle poll does not run
+    node.interface._on_command(b"", info)
+    node._on_idle_poll()  # and takes nothing if it ran
+    assert node._idle_commands == [] and len(node.interface.take_commands()) == 1
     assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert not node._idle_timer.is_canceled()
     node.interface._on_command(b"", info)  # heard just before the activation, not yet polled
     assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
     fault = node.loop.lease.fault(time.monotonic())

@@ -169,7 +169,7 @@ def test_a_writer_gone_before_the_activation_is_no_fault_after_it(sdk_node):
         probe = start_probe(tmp, 100, "gone")  # 1 s of commands, into the inactive node's reader
         out, _ = probe.communicate(timeout=60)
         assert probe.returncode == 0, out[-2000:]
-        time.sleep(1.0)  # twice foreign_commander_window_s
+        time.sleep(2.0)  # four times foreign_commander_window_s
         n_faults, t_active = len(obs.faults), time.monotonic()
         assert obs.transition(Transition.TRANSITION_ACTIVATE)
         obs.wait_for(lambda: obs.states[-1][0] > t_active, 10, "a state after the activation")
