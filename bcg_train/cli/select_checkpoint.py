@@ -84,7 +84,7 @@ def _typed_row(path: Path, line: int, row: dict) -> dict:
         cell = row.get(k)
         try:
             typed[k] = None if cell in (None, "") else (int(cell) if k in _INT_FIELDS else float(cell))
-            if typed[k] is not None and not math.isfinite(typed[k]):
+            if isinstance(typed[k], float) and not math.isfinite(typed[k]):  # an int is finite (isfinite overflows on 10**400)
                 raise ValueError
         except ValueError:
             raise BCGInputError(path, f"line {line}: column '{k}' is {cell!r}, not "

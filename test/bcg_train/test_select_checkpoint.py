@@ -54,6 +54,8 @@ def test_a_table_cell_that_is_not_a_number_is_an_input_error_naming_the_file(tmp
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,2,20,inf,0.5\n")  # was chosen as the worst, silently
     with pytest.raises(BCGInputError, match="line 2: column 'e_track_cm' is 'inf', not a finite number"):
         read_rows(table)
+    table.write_text(f"iteration,falls,seeds,e_track_cm,root_z_cm\n{'9' * 400},2,20,1.0,0.5\n")  # an integer no float holds
+    assert read_rows(table)[0]["iteration"] == int("9" * 400)
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,2.5,20,1.0,0.5\n")
     with pytest.raises(BCGInputError, match="line 2: column 'falls' is '2.5', not an integer"):
         read_rows(table)
