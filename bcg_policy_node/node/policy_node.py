@@ -61,10 +61,10 @@ from bcg_robot.wire import LowCommand
 from bcg_policy_node import operator_api as api
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
+from bcg_policy_node.interfaces.robot_state import SeenCommand
 from bcg_policy_node.node.parameters import declare_startup_parameter, reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.node.tick_timing import TickTiming
-from bcg_policy_node.interfaces.robot_state import SeenCommand
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
 from bcg_policy_node.safety.faults import Fault
 
@@ -315,13 +315,13 @@ class PolicyNode(LifecycleNode):
     # other writers' commands while not active ----------------------------------------
     def _on_idle_poll(self) -> None:
         with self._lock:
-            if self.loop is None:  # active, the ticks take them
+            if self.loop is None:  # cancelled while active; a call already queued then finds the ticks taking them
                 self._take_idle_commands()
 
     def _take_idle_commands(self) -> None:
         """Take other writers' commands into ``_idle_commands``, keeping those of the last
         ``foreign_commander_window_s`` (caller holds the lock; not active)."""
-        if self.interface is None or self.safety is None:
+        if self.interface is None:  # cleaned up (configure sets it and the safety config together)
             return
         seen = self.interface.take_commands()
         oldest = time.monotonic() - self.safety.foreign_commander_window_s
