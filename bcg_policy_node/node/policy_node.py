@@ -125,6 +125,16 @@ class PolicyNode(LifecycleNode):
         self._heartbeat_pub = self._timing_pub = self._joint_pub = None
         self._idle_timer = None
 
+    def destroy_node(self) -> None:
+        super().destroy_node()
+        # rclpy's LifecycleNode leaves its state machine to the garbage collector, and the
+        # state machine holds the rcl node: after destroy_node the node stayed in the ROS graph
+        # and was finalized whenever the collector ran, at interpreter exit after the context's
+        # shutdown (a bad-parameter run hung there in CI, another crashed -11).
+        state_machine = getattr(self, "_state_machine", None)  # absent if LifecycleNode.__init__ failed
+        if state_machine is not None:
+            state_machine.destroy_when_not_in_use()
+
     def _create_entities(self) -> None:
         """The operator API, the outputs and diagnostics (on_configure; caller holds the
         lock). The per-tick outputs are lifecycle publishers: they carry messages only

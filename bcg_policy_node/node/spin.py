@@ -5,7 +5,8 @@ from __future__ import annotations
 import faulthandler
 import signal
 import threading
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import rclpy
 from rclpy.exceptions import ParameterException
@@ -13,6 +14,10 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from bcg_robot.errors import BCGInputError
+
+# destroying the node and shutting rclpy down: past this, a process whose work is over is
+# stuck in native code (DDS), and it exits 1 with every thread's stack on stderr
+TEARDOWN_DEADLINE_S = 30.0
 
 
 def install_stop_signals(stop: threading.Event | None = None) -> threading.Event:
@@ -47,6 +52,16 @@ def spin_until_stopped(executor, stop: threading.Event) -> None:
         raise failure[0]
 
 
+@contextmanager
+def teardown_deadline() -> Iterator[None]:
+    """Bound a teardown that only native code can hang: faulthandler's watchdog needs no GIL."""
+    faulthandler.dump_traceback_later(TEARDOWN_DEADLINE_S, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
 def run_node(
     name: str,
     make_node: Callable[[], Any],
@@ -73,7 +88,8 @@ def run_node(
         node = make_node()
     except (BCGInputError, ParameterException) as err:
         print(f"{name}: error: {err}", flush=True)
-        rclpy.try_shutdown()
+        with teardown_deadline():
+            rclpy.try_shutdown()  # destroys the half-built node too
         return 2
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -91,6 +107,7 @@ def run_node(
             if close is not None:
                 close(node)  # may raise (the bridge re-raises its physics loop's failure): clean up all the same
         finally:
-            node.destroy_node()
-            rclpy.try_shutdown()
+            with teardown_deadline():
+                node.destroy_node()
+                rclpy.try_shutdown()
     return code

@@ -251,3 +251,30 @@ def test_configure_reports_the_reason_of_an_error_no_check_foresaw(node, monkeyp
     assert node.configure_error == "OSError: no such network interface 'enp9s9'"
     assert local_entities(node) == before and node.interface is None
     assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
+
+
+def test_destroy_node_takes_the_node_out_of_the_ros_graph(tmp_path):
+    # rclpy's LifecycleNode left its state machine, which holds the rcl node, to the garbage
+    # collector: the destroyed node stayed in the graph while its Python object lived, and was
+    # finalized at interpreter exit after the context's shutdown (a hang and a -11 in CI)
+    policy = write_policy(tmp_path / "random.onnx", load_robot_config(check_model=False), "random")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        namespace = next(NAMESPACES)
+        observer = rclpy.create_node("graph_observer", namespace=namespace, context=context)
+        node = PolicyNode(context=context, namespace=namespace,
+                          parameter_overrides=[Parameter("policy_path", value=str(policy))])
+        listed = lambda: (api.NODE_NAME, namespace) in observer.get_node_names_and_namespaces()  # noqa: E731
+        deadline = time.monotonic() + 15.0
+        while not listed():
+            assert time.monotonic() < deadline, "the policy node never appeared in the graph"
+            time.sleep(0.05)
+        node.destroy_node()
+        deadline = time.monotonic() + 5.0
+        while listed():  # node (the Python object) is still referenced here
+            assert time.monotonic() < deadline, "the destroyed policy node is still in the ROS graph"
+            time.sleep(0.05)
+        observer.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)

@@ -1,5 +1,10 @@
 """run_node: the process shell of every node (policy node, sentinel, bridge)."""
 
+import subprocess
+import sys
+import textwrap
+import time
+
 import rclpy
 import pytest
 from rclpy.exceptions import InvalidHandle
@@ -26,3 +31,29 @@ def test_a_close_that_raises_still_destroys_the_node_and_shuts_ros_down():
     assert not rclpy.ok()
     with pytest.raises(InvalidHandle):  # destroy_node() released it
         made[0].get_name()
+
+
+def test_a_teardown_that_hangs_ends_with_the_stacks_and_exit_1():
+    """A hang in destroying the node (CI once saw one in DDS teardown, after a one-line
+    error) ends at the deadline with every thread's stack, instead of never. The hang here is
+    a sleep in destroy_node: faulthandler's watchdog does not wait for the GIL it holds."""
+    script = textwrap.dedent("""
+        import time
+        from rclpy.node import Node
+        from bcg_policy_node.node import spin
+
+        class HangingNode(Node):
+            def destroy_node(self):
+                time.sleep(120)
+
+        spin.TEARDOWN_DEADLINE_S = 1.0
+        raise SystemExit(spin.run_node("hang_test", lambda: HangingNode("spin_hang"), args=[],
+                                       start=lambda node: "stop at once"))
+    """)
+    t0 = time.monotonic()
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - t0
+    assert run.returncode == 1, (run.returncode, run.stdout, run.stderr)
+    assert "hang_test: error: stop at once" in run.stdout
+    assert "Timeout (0:00:01)!" in run.stderr and "in destroy_node" in run.stderr, run.stderr
+    assert elapsed < 30, elapsed
