@@ -70,6 +70,9 @@ NODE_NAME = "policy_node"
 SENTINEL_NODE_NAME = "policy_sentinel"
 # on ros2, the role of a lowcmd publisher by its node's name (bcg_robot.wire.CommandWriter); any other is foreign
 WRITER_ROLES = {NODE_NAME: "node", SENTINEL_NODE_NAME: "sentinel"}
+# on ros2, how long the sentinel holds back the commands of a lowcmd publisher whose node the graph cannot
+# name yet (its data can come before its discovery information), s; the node does not wait
+SENTINEL_IDENTIFY_WITHIN_S = 0.5
 
 RUN_SERVICE = "policy_node/run"
 STOP_SERVICE = "policy_node/stop"

@@ -60,11 +60,11 @@ def open_interface(node: Node, params: InterfaceParams, robot: RobotConfig, grou
         raise ValueError(f"role must be one of {list(STAMP_ROLES)}")
     if params.kind == "ros2":
         from bcg_policy_node.interfaces.ros2_interface import Ros2RobotInterface
-        from bcg_policy_node.operator_api import WRITER_ROLES
+        from bcg_policy_node.operator_api import SENTINEL_IDENTIFY_WITHIN_S, WRITER_ROLES
 
         return Ros2RobotInterface(node, robot.joint_names, group, subscribe_state=role == "node", watch_commands=True,
-                                  writer_roles=WRITER_ROLES,
-                                  lifecycle_command=isinstance(node, LifecycleNode))
+                                  writer_roles=WRITER_ROLES, lifecycle_command=isinstance(node, LifecycleNode),
+                                  identify_within_s=SENTINEL_IDENTIFY_WITHIN_S if role == "sentinel" else 0.0)
     from bcg_policy_node.interfaces.unitree_sdk_interface import UnitreeSdkRobotInterface
 
     log = node.get_logger().info

@@ -29,7 +29,15 @@ GID too: to the sentinel, whose command stream is that of the first ``node`` pub
 a second node of the policy node's name is another writer (a second commander, whose commands do
 not keep the sentinel from taking over when the real node dies), as unitree_sdk's session stamps
 tell two node processes apart. Messages of the own publisher are skipped; :meth:`take_commands`
-returns the others since the last call.
+returns the others since the last call, oldest first.
+
+A publisher's messages can arrive before its node's discovery information: the graph knows the
+endpoint but not its node's name yet. With ``identify_within_s`` > 0 (the sentinel) such a
+publisher's commands are held back for that long from its first message, for the graph to name
+it, and are then returned with its writer (with their reception times); past it, unnamed, they are
+an unidentified foreign writer's. Without, the sentinel reported the policy node's first commands
+as a foreign commander's, and did not count them as the node's. The node keeps 0: a writer it
+cannot name trips DAMP at once.
 """
 
 from __future__ import annotations
@@ -105,7 +113,8 @@ class Ros2RobotInterface:
 
     def __init__(self, node: Node, joint_names: tuple[str, ...], callback_group: CallbackGroup | None = None,
                  subscribe_state: bool = True, watch_commands: bool = False,
-                 writer_roles: dict[str, str] | None = None, lifecycle_command: bool = False):
+                 writer_roles: dict[str, str] | None = None, lifecycle_command: bool = False,
+                 identify_within_s: float = 0.0):
         from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
         self._node = node
@@ -139,6 +148,9 @@ class Ros2RobotInterface:
         self._seen: collections.deque[SeenCommand] = collections.deque(maxlen=SEEN_COMMANDS_KEPT)
         self._writers: dict[bytes, CommandWriter] = {}
         self._roles = dict(writer_roles or {})
+        self._identify_within = identify_within_s
+        self._unnamed_since: dict[bytes, float] = {}  # first message of a publisher the graph could not name
+        self._held: collections.deque[tuple[bytes, float]] = collections.deque(maxlen=SEEN_COMMANDS_KEPT)
         if self._own_gid is not None:
             self._writers[self._own_gid] = CommandWriter("own", node.get_name())
             self._roles.pop(node.get_name(), None)  # any other publisher of this name is foreign
@@ -237,17 +249,40 @@ class Ros2RobotInterface:
                     break
         return writer
 
+    def _held_back(self, gid: bytes, now: float) -> bool:
+        """Whether a command of ``gid``, which the graph has not named (yet), waits for its name."""
+        if gid in self._writers:
+            self._unnamed_since.pop(gid, None)
+            return False
+        return now - self._unnamed_since.setdefault(gid, now) < self._identify_within
+
     def _on_command(self, _raw: bytes, info: dict) -> None:
-        writer = self._writer(bytes(info["publisher_gid"]["data"]))
-        if writer.role != "own":
-            with self._lock:
-                self._seen.append(SeenCommand(time.monotonic(), writer))
+        gid, now = bytes(info["publisher_gid"]["data"]), time.monotonic()
+        with self._lock:
+            writer = self._writer(gid)
+            if writer.role == "own":
+                return
+            if self._held_back(gid, now):
+                self._held.append((gid, now))
+            else:
+                self._seen.append(SeenCommand(now, writer))
 
     def take_commands(self) -> list[SeenCommand]:
+        now = time.monotonic()
         with self._lock:
             seen = list(self._seen)
             self._seen.clear()
-        return seen
+            held = list(self._held)
+            self._held.clear()
+            for gid, t in held:
+                writer = self._writer(gid)  # the graph may know its node now
+                if writer.role == "own":
+                    continue
+                if self._held_back(gid, now):
+                    self._held.append((gid, t))
+                else:
+                    seen.append(SeenCommand(t, writer))
+        return sorted(seen, key=lambda c: c.t) if held else seen
 
     def close(self) -> None:
         with self._lock:

@@ -80,3 +80,83 @@ def test_two_nodes_of_the_policy_nodes_name_are_two_writers_and_the_second_canno
         watch.check(t)
         t += 0.005
     assert watch.state is SentinelState.TAKEN_OVER and watch.reason.startswith("policy node command stream silent")
+
+
+def inject(interface, gid: bytes) -> float:
+    """A lowcmd message of publisher ``gid`` as the subscription hands it to the interface
+    (the GID is all the interface reads of it); returns about when it arrived."""
+    t = time.monotonic()
+    interface._on_command(b"", {"publisher_gid": {"data": list(gid)}})
+    return t
+
+
+def test_a_publisher_the_graph_cannot_name_yet_is_held_back_for_the_sentinel_and_not_for_the_node():
+    robot = load_robot_config(check_model=False)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node(api.SENTINEL_NODE_NAME, namespace=next(NAMESPACES), context=context, enable_rosout=False,
+                                 start_parameter_services=False)
+        unknown = bytes(range(1, 17))  # no publisher anywhere has this GID
+        # the node (0): an unknown writer at once
+        interface = Ros2RobotInterface(node, robot.joint_names, subscribe_state=False, watch_commands=True,
+                                       writer_roles=api.WRITER_ROLES)
+        t = inject(interface, unknown)
+        [seen] = interface.take_commands()
+        assert seen.writer.role == "foreign" and seen.writer.ident == f"unidentified publisher {gid_text(unknown)}"
+        assert t <= seen.t <= time.monotonic()
+        interface.close()
+        # the sentinel: held back for identify_within_s from its first message, then an unknown writer
+        interface = Ros2RobotInterface(node, robot.joint_names, subscribe_state=False, watch_commands=True,
+                                       writer_roles=api.WRITER_ROLES, identify_within_s=0.3)
+        first = inject(interface, unknown)
+        time.sleep(0.1)
+        second = inject(interface, unknown)
+        assert interface.take_commands() == []
+        time.sleep(max(0.0, first + 0.35 - time.monotonic()))
+        third = inject(interface, unknown)  # past the wait: not held
+        seen = interface.take_commands()
+        assert [c.writer.ident for c in seen] == [f"unidentified publisher {gid_text(unknown)}"] * 3
+        assert [c.writer.role for c in seen] == ["foreign"] * 3
+        assert first <= seen[0].t < second <= seen[1].t < third <= seen[2].t  # oldest first, when they came
+        interface.close()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_the_sentinel_names_the_node_whose_first_commands_come_before_its_discovery():
+    """The policy node's first commands, heard before the graph names their publisher's node,
+    are the node's once it does (they were a foreign commander's, and not the node's stream)."""
+    robot = load_robot_config(check_model=False)
+    contexts = [rclpy.Context(), rclpy.Context()]  # two DDS participants: discovery between them takes time
+    for context in contexts:
+        rclpy.init(context=context)
+    namespace = next(NAMESPACES)
+    try:
+        sentinel = rclpy.create_node(api.SENTINEL_NODE_NAME, namespace=namespace, context=contexts[0], enable_rosout=False,
+                                     start_parameter_services=False)
+        interface = Ros2RobotInterface(sentinel, robot.joint_names, subscribe_state=False, watch_commands=True,
+                                       writer_roles=api.WRITER_ROLES, identify_within_s=10.0)
+        node = rclpy.create_node(api.NODE_NAME, namespace=namespace, context=contexts[1], enable_rosout=False,
+                                 start_parameter_services=False)
+        before = publisher_gids(node, COMMAND_TOPIC)
+        node.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
+        gid = created_publisher_gid(node, COMMAND_TOPIC, before)
+        assert gid is not None and gid not in publisher_gids(sentinel, COMMAND_TOPIC), \
+            "the sentinel's graph knew the new publisher at once: nothing to wait for"
+        t = inject(interface, gid)
+        assert interface.take_commands() == []  # held: the graph cannot name it yet
+        deadline = time.monotonic() + 20
+        while not (seen := interface.take_commands()):
+            assert time.monotonic() < deadline, "the graph never named the node's publisher"
+            time.sleep(0.02)
+        [command] = seen
+        assert command.writer.role == "node" and command.writer.ident == f"{api.NODE_NAME} (publisher {gid_text(gid)})"
+        assert t <= command.t < t + 0.1  # dated when it came, not when named
+        interface.close()
+        for n in (sentinel, node):
+            n.destroy_node()
+    finally:
+        for context in contexts:
+            rclpy.shutdown(context=context)
