@@ -274,14 +274,13 @@ class Ros2RobotInterface:
             self._seen.clear()
             held = list(self._held)
             self._held.clear()
+            named = {gid: self._writer(gid) for gid, _ in held}  # the graph may know their node now: once per publisher
+            waiting = {gid for gid in named if self._held_back(gid, now)}
             for gid, t in held:
-                writer = self._writer(gid)  # the graph may know its node now
-                if writer.role == "own":
-                    continue
-                if self._held_back(gid, now):
+                if gid in waiting:
                     self._held.append((gid, t))
-                else:
-                    seen.append(SeenCommand(t, writer))
+                elif named[gid].role != "own":
+                    seen.append(SeenCommand(t, named[gid]))
         return sorted(seen, key=lambda c: c.t) if held else seen
 
     def close(self) -> None:

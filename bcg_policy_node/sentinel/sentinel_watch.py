@@ -84,8 +84,8 @@ class SentinelWatch:
         """A command some other process sent; a report line when it is a second commander."""
         if writer.role == "node" and self.owner in (None, writer.ident):
             self.owner = writer.ident
-            if self.state is not SentinelState.TAKEN_OVER:
-                self.last_command = t
+            if self.state is not SentinelState.TAKEN_OVER:  # the newest: commands held back come late (ros2_interface)
+                self.last_command = t if self.last_command is None else max(self.last_command, t)
             return None
         self.foreign_commands += 1
         last = self.foreign_last.get(writer.ident)

@@ -42,6 +42,16 @@ def test_takes_over_when_commands_or_heartbeat_stop():
         assert w.state is SentinelState.TAKEN_OVER and which in w.reason
 
 
+def test_a_command_that_comes_late_does_not_date_the_stream_back():
+    # on ros2 the commands of a publisher not yet named come together once it is, with their times
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 0.5)
+    assert w.state is SentinelState.WATCHING
+    w.on_command(t - 0.3, NODE)  # an old one, handed over after a newer
+    w.on_heartbeat(t)
+    assert w.check(t) is SentinelState.WATCHING and w.last_command == pytest.approx(t - 0.005)
+
+
 def test_own_damping_commands_do_not_release_and_heartbeat_does():
     w = SentinelWatch(0.1)
     t = run(w, 0.0, 1.0)
