@@ -296,16 +296,22 @@ def call_and_wait(client, request, timeout=30.0):
 def test_the_node_waits_for_the_sentinel_which_damps_a_stalled_and_a_killed_node(rig, robot):
     obs, procs, tmp, safety, policy = rig
     procs.stop("node")
-    t_start = time.monotonic()
-    # the default sentinel_timeout_s: without a watching sentinel the node stays in PASSIVE (zero torque)
-    procs.start_module("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
-    obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
-    t_passive = time.monotonic()
-    # its zero-torque commands reach the observer (through the bridge) once the bridge has
-    # discovered the new node's writer, which under CI load took longer than 1.5 s
-    obs.wait_received(lambda c: True, t_passive, 30, "the new node's commands")
-    time.sleep(1.5)
-    assert {s for t, s in obs.states if t > t_passive} == {"PASSIVE"}
+    for _ in range(TRIES):  # a 1.5 s window that no load fault interrupted (CI: a 204 ms state gap, stale_state)
+        t_start = time.monotonic()
+        # the default sentinel_timeout_s: without a watching sentinel the node stays in PASSIVE (zero torque)
+        procs.start_module("node2", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True})
+        obs.wait_for(lambda: obs.states[-1][0] > t_start + 0.5, 60, "the new node's state")
+        t_passive = time.monotonic()
+        # its zero-torque commands reach the observer (through the bridge) once the bridge has
+        # discovered the new node's writer, which under CI load took longer than 1.5 s
+        obs.wait_received(lambda c: True, t_passive, 30, "the new node's commands")
+        time.sleep(1.5)
+        faults = [f for t, f in obs.faults if t > t_passive]
+        if not faults:
+            break
+        assert faults[0].split(":")[0] in LOAD_FAULTS, faults
+        procs.stop("node2")  # in DAMP, and no reset is granted without a sentinel: start it again
+    assert {s for t, s in obs.states if t > t_passive} == {"PASSIVE"}, obs.faults[-3:]
     assert position_commands(obs.received_since(t_passive)) == [] and obs.received_since(t_passive)
     # and its log says why
     assert "PASSIVE until these clear: sentinel_missing: no sentinel heartbeat yet" in procs.log("node2")
