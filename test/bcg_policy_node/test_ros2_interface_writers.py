@@ -127,36 +127,45 @@ def test_a_publisher_the_graph_cannot_name_yet_is_held_back_for_the_sentinel_and
 
 def test_the_sentinel_names_the_node_whose_first_commands_come_before_its_discovery():
     """The policy node's first commands, heard before the graph names their publisher's node,
-    are the node's once it does (they were a foreign commander's, and not the node's stream)."""
+    are the node's once it does (they were a foreign commander's, and not the node's stream).
+    The sentinel's DDS participant starts after the node's publisher exists: until discovery
+    between the two participants has run, its graph knows neither the endpoint nor its node."""
     robot = load_robot_config(check_model=False)
-    contexts = [rclpy.Context(), rclpy.Context()]  # two DDS participants: discovery between them takes time
-    for context in contexts:
-        rclpy.init(context=context)
     namespace = next(NAMESPACES)
+    node_context = rclpy.Context()
+    rclpy.init(context=node_context)
     try:
-        sentinel = rclpy.create_node(api.SENTINEL_NODE_NAME, namespace=namespace, context=contexts[0], enable_rosout=False,
-                                     start_parameter_services=False)
-        interface = Ros2RobotInterface(sentinel, robot.joint_names, subscribe_state=False, watch_commands=True,
-                                       writer_roles=api.WRITER_ROLES, identify_within_s=10.0)
-        node = rclpy.create_node(api.NODE_NAME, namespace=namespace, context=contexts[1], enable_rosout=False,
+        node = rclpy.create_node(api.NODE_NAME, namespace=namespace, context=node_context, enable_rosout=False,
                                  start_parameter_services=False)
         before = publisher_gids(node, COMMAND_TOPIC)
         node.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
         gid = created_publisher_gid(node, COMMAND_TOPIC, before)
-        assert gid is not None and gid not in publisher_gids(sentinel, COMMAND_TOPIC), \
-            "the sentinel's graph knew the new publisher at once: nothing to wait for"
-        t = inject(interface, gid)
-        assert interface.take_commands() == []  # held: the graph cannot name it yet
-        deadline = time.monotonic() + 20
-        while not (seen := interface.take_commands()):
-            assert time.monotonic() < deadline, "the graph never named the node's publisher"
-            time.sleep(0.02)
-        [command] = seen
-        assert command.writer.role == "node" and command.writer.ident == f"{api.NODE_NAME} (publisher {gid_text(gid)})"
-        assert t <= command.t < t + 0.1  # dated when it came, not when named
-        interface.close()
-        for n in (sentinel, node):
-            n.destroy_node()
+        assert gid is not None
+        for _ in range(10):  # a fresh sentinel each: discovery can beat the look (loaded: 4 of 8 runs, at most 2 in a row)
+            context = rclpy.Context()
+            rclpy.init(context=context)
+            try:
+                sentinel = rclpy.create_node(api.SENTINEL_NODE_NAME, namespace=namespace, context=context,
+                                             enable_rosout=False, start_parameter_services=False)
+                interface = Ros2RobotInterface(sentinel, robot.joint_names, subscribe_state=False, watch_commands=True,
+                                               writer_roles=api.WRITER_ROLES, identify_within_s=10.0)
+                if gid in publisher_gids(sentinel, COMMAND_TOPIC):
+                    continue
+                t = inject(interface, gid)
+                assert interface.take_commands() == []  # held: the graph cannot name it yet
+                deadline = time.monotonic() + 20
+                while not (seen := interface.take_commands()):
+                    assert time.monotonic() < deadline, "the graph never named the node's publisher"
+                    time.sleep(0.02)
+                [command] = seen
+                assert command.writer.role == "node"
+                assert command.writer.ident == f"{api.NODE_NAME} (publisher {gid_text(gid)})"
+                assert t <= command.t < t + 0.1  # dated when it came, not when named
+                break
+            finally:
+                rclpy.shutdown(context=context)
+        else:
+            raise AssertionError("every fresh sentinel knew the publisher at once: the hold was never exercised")
+        node.destroy_node()
     finally:
-        for context in contexts:
-            rclpy.shutdown(context=context)
+        rclpy.shutdown(context=node_context)
