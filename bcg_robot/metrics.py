@@ -116,13 +116,15 @@ class FootFloorGeoms:
 
     def __post_init__(self) -> None:
         feet = np.asarray(self.feet, dtype=np.int64)
+        if feet.size and feet.min() < 0:
+            raise ValueError(f"foot geom ids must be >= 0, got {self.feet}")
         table = np.zeros(int(feet.max()) + 1 if feet.size else 1, dtype=bool)
         table[feet] = True
         object.__setattr__(self, "_is_foot", table)
 
     def foot_floor(self, geom1: np.ndarray, geom2: np.ndarray) -> np.ndarray:
         """Per contact: whether it is between the floor and a foot collider."""
-        g1, g2 = np.asarray(geom1), np.asarray(geom2)
+        g1, g2 = np.asarray(geom1, dtype=np.int64), np.asarray(geom2, dtype=np.int64)
         other = np.where(g1 == self.floor, g2, np.where(g2 == self.floor, g1, -1))  # -1: no floor in it
         known = (other >= 0) & (other < self._is_foot.size)
         return known & self._is_foot[np.where(known, other, 0)]

@@ -309,7 +309,8 @@ def test_the_node_waits_for_the_sentinel_which_damps_a_stalled_and_a_killed_node
         faults = [f for t, f in obs.faults if t > t_passive]
         if not faults:
             break
-        assert faults[0].split(":")[0] in LOAD_FAULTS, faults
+        # a starved process; not sentinel_missing or the deadman, which in PASSIVE trip nothing
+        assert faults[0].split(":")[0] in ("stale_state", "tick_stalled", "loop_stalled"), faults
         procs.stop("node2")  # in DAMP, and no reset is granted without a sentinel: start it again
     assert {s for t, s in obs.states if t > t_passive} == {"PASSIVE"}, obs.faults[-3:]
     assert position_commands(obs.received_since(t_passive)) == [] and obs.received_since(t_passive)

@@ -152,7 +152,10 @@ def test_the_sentinel_names_the_node_whose_first_commands_come_before_its_discov
                 if gid in publisher_gids(sentinel, COMMAND_TOPIC):
                     continue
                 t = inject(interface, gid)
-                assert interface.take_commands() == []  # held: the graph cannot name it yet
+                early = interface.take_commands()
+                if early:  # discovery ran between the look and the message: named already, try again
+                    assert [c.writer.role for c in early] == ["node"], early
+                    continue
                 deadline = time.monotonic() + 20
                 while not (seen := interface.take_commands()):
                     assert time.monotonic() < deadline, "the graph never named the node's publisher"
