@@ -36,15 +36,16 @@ def test_a_close_that_raises_still_destroys_the_node_and_shuts_ros_down():
 def test_a_teardown_that_hangs_ends_with_the_stacks_and_exit_1():
     """A hang in destroying the node (CI once saw one in DDS teardown, after a one-line
     error) ends at the deadline with every thread's stack, instead of never. The hang here is
-    a sleep in destroy_node: faulthandler's watchdog does not wait for the GIL it holds."""
+    native code that holds the GIL, as a binding that does not release it would (libc's sleep
+    through ctypes.PyDLL): faulthandler's watchdog thread needs no GIL."""
     script = textwrap.dedent("""
-        import time
+        import ctypes
         from rclpy.node import Node
         from bcg_policy_node.node import spin
 
         class HangingNode(Node):
             def destroy_node(self):
-                time.sleep(120)
+                ctypes.PyDLL(None).sleep(120)
 
         spin.TEARDOWN_DEADLINE_S = 1.0
         raise SystemExit(spin.run_node("hang_test", lambda: HangingNode("spin_hang"), args=[],
