@@ -37,7 +37,10 @@ class BridgeConfig:
     publish_clock: bool = False  # publish simulated time on /clock
     command_timeout_s: float = 0.0  # > 0: damping when no command for this long (unattended runs); 0: off, like the G1
     timeout_damping_kd: float = 2.0  # kd of the bridge's own timeout damping, N m s/rad
-    joint_damping: float = 0.5  # passive damping of a back-driven geared drive, N m s/rad (the MJCF has none)
+    # extra passive damping on every joint, N m s/rad, added to the robot model's own (which the
+    # training model shares). 0: the joints as the policy trained on them. A value > 0 helps a
+    # policy with damping it never trained with; sim2sim's report says how much was added
+    joint_damping: float = 0.0
     domain_id: int = 1  # unitree_sdk: DDS domain (1 and 'lo' is the simulator convention)
     network_interface: str = "lo"
     log_path: str = ""  # write the run's trajectory (npz) here at exit; empty: no log

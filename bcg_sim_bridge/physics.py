@@ -78,7 +78,7 @@ class BridgePhysics:
         self.dt = float(self.model.opt.timestep)
         self._qi = joint_qpos_indices(self.model, robot)
         self._di = joint_dof_indices(self.model, robot)
-        self.model.dof_damping[self._di] = cfg.joint_damping
+        self.model.dof_damping[self._di] += cfg.joint_damping
         self._effort = robot.effort
         self._root_body = self.model.body(robot.root_body).id
         self._foot_floor = foot_floor_geoms(self.model, robot)

@@ -102,6 +102,12 @@ def _check_bridge_config(path: str, physics_hz: float):
     return cfg
 
 
+def _joint_damping_line(extra: float) -> str:
+    if extra == 0:
+        return "none added: the joints' damping is the training model's"
+    return f"{extra:g} N m s/rad added on every joint, which the training model does not have"
+
+
 class SafetyChoice(NamedTuple):
     path: str  # the safety config node and sentinel get
     description: str  # for the report
@@ -248,9 +254,9 @@ def main(argv: list[str] | None = None) -> int:
                       safety_config=safety.path, sentinel_timeout_s=safety.sentinel_timeout_s, nice=args.nice)
     interface = args.interface or ("both" if args.soak > 0 else "ros2")
     interfaces = INTERFACES if interface == "both" else (interface,)
-    # the bridge's own passive joint damping is not in the training model: a report says how much helped
+    # extra joint damping in the bridge is help the training model never gave: a report says how much
     common = {"robot": robot.name, "physics": f"{args.physics_hz:.0f} Hz", "safety_config": safety.description,
-              "bridge_joint_damping": f"{bridge_cfg.joint_damping:g} N m s/rad on every joint (the training model has none)"}
+              "bridge_joint_damping": _joint_damping_line(bridge_cfg.joint_damping)}
     if args.soak <= 0 and not scenario_plan(args, interfaces)[0]:  # "all 0 scenario(s) passed" would be exit 0
         print(f"bcg-sim2sim: error: nothing to run: --no-nominal and no --fault that applies to {' and '.join(interfaces)}",
               file=sys.stderr)

@@ -8,6 +8,7 @@ import pytest
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.errors import ConfigError
+from bcg_robot.model import build_model, joint_dof_indices
 from bcg_robot.wire import LowCommand
 from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig, load_bridge_config
 from bcg_sim_bridge.physics import BridgePhysics, DriveMode, default_pose_command
@@ -146,6 +147,17 @@ def test_a_state_mujoco_reset_itself_is_not_finite(robot, field):
     physics.step(1)
     assert np.isfinite(physics.data.qpos).all() and np.isfinite(physics.data.qvel).all()  # reset, not NaN
     assert not physics.is_finite()
+
+
+def test_the_joints_have_the_training_models_damping_unless_extra_is_configured(robot):
+    """Sim-to-sim must not help a policy with damping it never trained with: by default the
+    bridge's joints damp as the training model's do; a configured ``joint_damping`` adds to that."""
+    train = build_model(robot, "train")
+    trained = train.dof_damping[joint_dof_indices(train, robot)]
+    default = _physics(robot)
+    np.testing.assert_array_equal(default.model.dof_damping[joint_dof_indices(default.model, robot)], trained)
+    extra = _physics(robot, joint_damping=0.5)
+    np.testing.assert_allclose(extra.model.dof_damping[joint_dof_indices(extra.model, robot)], trained + 0.5)
 
 
 def test_zero_torque_before_any_command(robot):
