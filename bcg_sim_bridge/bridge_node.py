@@ -35,6 +35,7 @@ from bcg_robot.wire import TRANSPORT_ROS2, LowCommand
 from bcg_robot.yaml_dataclass import from_mapping, read_yaml_mapping
 from bcg_policy_node.node.parameters import declare_startup_parameter, reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
+from bcg_policy_node.node.steady_timer import steady_timer
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, BridgeConfig
 from bcg_sim_bridge.pacing import RealtimePacer, StateThinning
 from bcg_sim_bridge.physics import BridgePhysics
@@ -89,7 +90,7 @@ class SimBridgeNode(Node):
         self.create_subscription(UInt16, SIM_REMOTE_TOPIC, lambda m: self.interface.set_remote_buttons(m.data), 10,
                                  callback_group=group)
         self.create_subscription(String, SIM_INJECT_TOPIC, self._on_inject, 10, callback_group=group)
-        self.create_timer(0.2, self._publish_status, callback_group=group)
+        steady_timer(self, 0.2, self._publish_status, callback_group=group)
         self.recorder = TrajectoryRecorder() if self.cfg.log_path else None
         self.diverged = False
         self.step_compute_s: list[float] = []

@@ -64,6 +64,7 @@ from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
 from bcg_policy_node.interfaces.robot_state import SeenCommand
 from bcg_policy_node.node.parameters import declare_startup_parameter, reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
+from bcg_policy_node.node.steady_timer import steady_timer
 from bcg_policy_node.node.tick_timing import TickTiming
 from bcg_policy_node.safety.control_loop import ControlLoop, OperatorInputs
 from bcg_policy_node.safety.faults import Fault
@@ -160,9 +161,9 @@ class PolicyNode(LifecycleNode):
                                 self.create_lifecycle_publisher(Float64MultiArray, api.TIMING_TOPIC, 10))
         self._joint_pub = keep("lifecycle_publisher", self.create_lifecycle_publisher(JointState, api.JOINT_STATES_TOPIC, 10))
         self._diag_pub = keep("publisher", self.create_publisher(DiagnosticArray, api.DIAGNOSTICS_TOPIC, 10))
-        keep("timer", self.create_timer(self.diagnostics_period, self._on_diagnostics_timer, callback_group=group))
-        self._idle_timer = keep("timer", self.create_timer(IDLE_COMMAND_POLL_S, self._on_idle_poll,
-                                                           callback_group=self._control_group))
+        keep("timer", steady_timer(self, self.diagnostics_period, self._on_diagnostics_timer, callback_group=group))
+        self._idle_timer = keep("timer", steady_timer(self, IDLE_COMMAND_POLL_S, self._on_idle_poll,
+                                                       callback_group=self._control_group))
 
     def _destroy_entities(self) -> None:
         """Destroy what _create_entities made, newest first (caller holds the lock)."""
@@ -224,7 +225,7 @@ class PolicyNode(LifecycleNode):
                 self._idle_timer.cancel()  # the ticks take them now
             self.timing = TickTiming()
             self._last_tick_start = None
-            self._timer = self.create_timer(self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
+            self._timer = steady_timer(self, self.policy.contract.control_dt, self._on_tick, callback_group=self._control_group)
             dt = self.policy.contract.control_dt
             control_state = self.loop.state.value
         self.get_logger().info(f"active: control timer at {1 / dt:.0f} Hz, state {control_state}")

@@ -35,6 +35,7 @@ from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_saf
 from bcg_policy_node.interfaces.factory import InterfaceParams, open_interface
 from bcg_policy_node.node.parameters import declare_startup_parameter, reject_undeclared_parameters
 from bcg_policy_node.node.spin import run_node
+from bcg_policy_node.node.steady_timer import steady_timer
 from bcg_policy_node.sentinel.sentinel_watch import (DEFAULT_TIMEOUT_S, SentinelState, SentinelWatch, stall_order_error,
                                                          timing_error)
 
@@ -74,8 +75,9 @@ class SentinelNode(Node):
         # the node waits for this (and WATCHING) before it ramps: a sentinel that is not running cannot take over
         self._heartbeat_pub = self.create_publisher(UInt64, api.SENTINEL_HEARTBEAT_TOPIC, 10)
         self._heartbeats = 0
-        self.create_timer(self.check_period, self._on_check, callback_group=group)
-        self.create_timer(api.SENTINEL_HEARTBEAT_PERIOD_S, self._on_heartbeat_timer, callback_group=group)
+        # on the steady clock: a wall clock stepped back must not stop the takeover (steady_timer)
+        steady_timer(self, self.check_period, self._on_check, callback_group=group)
+        steady_timer(self, api.SENTINEL_HEARTBEAT_PERIOD_S, self._on_heartbeat_timer, callback_group=group)
         self.get_logger().info(f"watching policy node ({params.kind}), takeover after {self.timeout * 1e3:.0f} ms of silence")
 
     def _on_heartbeat(self, msg: UInt64) -> None:

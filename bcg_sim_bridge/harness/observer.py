@@ -27,6 +27,7 @@ from std_srvs.srv import Trigger
 from bcg_robot.wire import LowCommand
 
 from bcg_policy_node import operator_api as api
+from bcg_policy_node.node.steady_timer import steady_timer
 from bcg_sim_bridge.harness.processes import ProcessGroup
 from bcg_sim_bridge.topics import SIM_INJECT_TOPIC, SIM_RECEIVED_TOPIC, SIM_STATUS_TOPIC
 
@@ -67,7 +68,7 @@ class Observer(Node):
         self._trigger_clients = {name: self.create_client(Trigger, name)
                         for name in (api.RUN_SERVICE, api.STOP_SERVICE, api.RESET_SERVICE)}
         self.change_state = self.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
-        self.create_timer(0.05, self._on_deadman_timer)
+        steady_timer(self, 0.05, self._on_deadman_timer)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)
         self._thread = threading.Thread(target=self._spin, daemon=True)
