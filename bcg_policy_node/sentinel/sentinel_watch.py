@@ -4,8 +4,9 @@ does anyone else command them?
 Armed once both the node's heartbeat and its command stream have been seen. Takes over
 when either is older than ``timeout`` (100 ms). Gives control back only when the node's
 heartbeat has been silent during the takeover and then returns (the node restarted or
-unfroze; it starts in PASSIVE or trips on stale state itself). A node whose heartbeat
-runs on while its commands do not arrive stays overridden until the sentinel restarts.
+unfroze; it starts in PASSIVE or trips on stale state itself), and is then armed again as
+at start-up, by the node's next command. A node whose heartbeat runs on while its
+commands do not arrive stays overridden until the sentinel restarts.
 
 Only the node's commands count as its command stream: the first node writer seen is the
 owner (forgotten when the node comes back after a takeover, since a restarted node is a
@@ -113,7 +114,7 @@ class SentinelWatch:
         self._deferred = False
         if self.state is SentinelState.WAITING:
             if self.last_heartbeat is not None and self.last_command is not None:
-                self.state = SentinelState.WATCHING
+                self.state, self.reason = SentinelState.WATCHING, f"armed by the policy node's commands ({self.owner})"
             return self.state
         if self.state is SentinelState.WATCHING:
             hb_age, cmd_age = now - self.last_heartbeat, now - self.last_command
@@ -126,6 +127,11 @@ class SentinelWatch:
         if now - self.last_heartbeat > self.timeout:
             self._heartbeat_gap = True
         elif self._heartbeat_gap and self.last_heartbeat > self.taken_over_at:
-            self.state, self.reason = SentinelState.WATCHING, "policy node heartbeat back"
-            self.last_command, self._heartbeat_gap, self.owner = now, False, None
+            # re-armed as at start-up: watching from the node's first command. Watching from now
+            # would take over again if that command came later than the timeout (a restarted
+            # node's first state, or its writer not yet named on ros2), and with the heartbeat
+            # live the sentinel would then never hand back. Meanwhile the motors keep the
+            # sentinel's damping, and the node does not ramp before the sentinel is WATCHING.
+            self.state, self.reason = SentinelState.WAITING, "policy node heartbeat back"
+            self.last_command, self._heartbeat_gap, self.owner = None, False, None
         return self.state

@@ -130,6 +130,22 @@ def test_a_second_node_is_a_foreign_commander_until_the_first_restarts():
     assert w.state is SentinelState.WATCHING
 
 
+def test_after_handing_back_it_waits_for_the_nodes_first_command_however_late():
+    """A restarted node's first command can come well after its heartbeat (its first robot
+    state; on ros2 its writer not yet named): the sentinel re-arms on that command, as at
+    start-up, instead of taking over again for good on a command stream "silent" since the
+    hand-back."""
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0)
+    t = run(w, t, t + 0.2, hb=False, cmd=False)  # the node dies
+    assert w.state is SentinelState.TAKEN_OVER
+    t = run(w, t, t + 0.3, hb=True, cmd=False, writer=RESTARTED_NODE)  # back: heartbeat, no command yet
+    assert w.state is SentinelState.WAITING and w.reason == "policy node heartbeat back"
+    run(w, t, t + 1.0, writer=RESTARTED_NODE)
+    assert w.state is SentinelState.WATCHING and w.owner == RESTARTED_NODE.ident
+    assert w.reason == f"armed by the policy node's commands ({RESTARTED_NODE.ident})"
+
+
 def node_dies_at_one_second(check_period):
     """The watch checked every ``check_period`` s; the node's heartbeat and commands stop at 1 s.
     Returns when it took over (None: not within 2 s)."""
