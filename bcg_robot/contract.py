@@ -29,6 +29,7 @@ OUTPUT_NAMES = ("joint_targets", "action")
 CONTROL_DT_TOLERANCE = 1e-9
 GAIN_TOLERANCE = 1e-6  # float32 round trips of gains
 ACTION_SCALE_TOLERANCE = 1e-6  # relative
+DEFAULT_POSE_TOLERANCE = 1e-6  # rad: the exporter writes the robot config's pose
 
 _LIST_FIELDS = ("joint_names", "default_pose", "kp", "kd", "action_scale", "observation_spec")
 
@@ -142,6 +143,8 @@ class PolicyContract:
     def check_against(self, robot: RobotConfig, source: str) -> None:
         """Raise :class:`ContractError` unless this policy can drive ``robot``."""
         self.validate(source)
+        if self.robot != robot.name:
+            raise ContractError(source, f"policy was exported for robot '{self.robot}', the robot config is '{robot.name}'")
         if self.num_joints != robot.num_joints:
             raise ContractError(source, f"policy has {self.num_joints} joints, robot '{robot.name}' has {robot.num_joints}")
         for i, (ours, theirs) in enumerate(zip(self.joint_names, robot.joint_names)):
@@ -156,6 +159,14 @@ class PolicyContract:
         if outside.size:
             j = outside[0]
             raise ContractError(source, f"policy default pose of '{robot.joint_names[j]}' ({q0[j]}) is outside the joint limits")
+        # the pose the node ramps to and holds, and the policy's observation is taken around: the
+        # robot config's, which the trainer exported (a metadata edit with action_offset
+        # 'reference' has no graph-side check, onnx_policy._check_offset_and_scale)
+        moved = np.flatnonzero(np.abs(q0 - robot.default_pose) > DEFAULT_POSE_TOLERANCE)
+        if moved.size:
+            j = moved[0]
+            raise ContractError(source, f"policy default pose of '{robot.joint_names[j]}' is {q0[j]:.6g}, "
+                                        f"robot config has {robot.default_pose[j]:.6g}")
         self.check_gains(robot, source)
         scale = np.asarray(self.action_scale)
         wrong = np.flatnonzero(np.abs(scale - robot.action_scale) > ACTION_SCALE_TOLERANCE * robot.action_scale)

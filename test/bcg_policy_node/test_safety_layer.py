@@ -99,14 +99,16 @@ def test_safety_config_values_outside_their_ranges_are_refused(tmp_path, text, m
 
 
 def test_a_policy_default_pose_outside_the_soft_limits_is_refused(robot):
-    """Inside the hard limits (the contract check passes) but within joint_limit_margin of one:
-    HOLD would have aimed at the clamped pose without a word."""
+    """Inside the hard limits but within joint_limit_margin of one: HOLD would have aimed at the
+    clamped pose without a word. (A loaded policy's pose is the robot config's, which the contract
+    check enforces; the control loop checks the pose it is given all the same.)"""
     j = robot.joint_names.index("left_knee")
     pose = list(robot.default_pose)
     pose[j] = robot.upper[j] - 0.01
     policy = FakePolicy(robot)
     policy.contract = dataclasses.replace(policy.contract, default_pose=tuple(pose))
-    policy.contract.check_against(robot, "policy.onnx")
+    with pytest.raises(ContractError, match="policy default pose of 'left_knee' is .*, robot config has"):
+        policy.contract.check_against(robot, "policy.onnx")
     with pytest.raises(ContractError, match="policy default pose of 'left_knee' .* is outside the soft limits"):
         ControlLoop(robot, policy, SafetyConfig())
 

@@ -102,20 +102,34 @@ def _with_metadata(path, out, **changes):
     return out
 
 
-def test_metadata_that_disagrees_with_the_graph_is_refused(robot, tmp_path):
+def test_metadata_that_disagrees_with_the_graph_or_the_robot_is_refused(robot, tmp_path):
     """The node ramps to and holds the metadata's default pose; the graph acts around its own.
-    A file whose metadata was edited after export must not load."""
+    A file whose metadata was edited after export must not load, whatever its action offset."""
     import json
 
     path = write_policy(tmp_path / "random.onnx", robot, "random")
     OnnxPolicy.load(path, robot)
     pose = list(robot.default_pose)
     j = robot.joint_names.index("left_knee")
-    pose[j] += 0.2  # still inside the joint limits, so only the graph can tell
+    pose[j] += 0.2  # still inside the joint limits
     edited = _with_metadata(path, tmp_path / "pose.onnx", default_pose=json.dumps(pose))
-    with pytest.raises(ContractError, match=r"pose.onnx: policy graph acts around .* for 'left_knee', its metadata says "
-                                            r"default pose .*: metadata and graph disagree"):
+    moved = rf"pose.onnx: policy default pose of 'left_knee' is {pose[j]:.6g}, robot config has {robot.default_pose[j]:.6g}"
+    with pytest.raises(ContractError, match=moved):
         OnnxPolicy.load(edited, robot)
+    # with a reference offset the graph holds the clip's table, so only the robot config can tell
+    reference = _with_metadata(path, tmp_path / "pose.onnx", default_pose=json.dumps(pose), action_offset="reference",
+                               motion_length_s="3.0")
+    with pytest.raises(ContractError, match=moved):
+        OnnxPolicy.load(reference, robot)
+    # a graph built around another pose, its metadata giving the robot's
+    around = write_policy(tmp_path / "around.onnx", robot, "random", default_pose=tuple(pose))
+    relabelled = _with_metadata(around, tmp_path / "relabelled.onnx", default_pose=json.dumps(list(robot.default_pose)))
+    with pytest.raises(ContractError, match=r"relabelled.onnx: policy graph acts around .* for 'left_knee', its metadata "
+                                            r"says default pose .*: metadata and graph disagree"):
+        OnnxPolicy.load(relabelled, robot)
+    other = _with_metadata(path, tmp_path / "other.onnx", robot="h1")
+    with pytest.raises(ContractError, match="other.onnx: policy was exported for robot 'h1', the robot config is 'g1_29dof'"):
+        OnnxPolicy.load(other, robot)
     scaled = write_policy(tmp_path / "scaled.onnx", robot, "random", action_scale=(0.5,) * robot.num_joints)
     with pytest.raises(ContractError, match="policy action_scale of 'left_hip_pitch' is 0.5, robot config has 0.25"):
         OnnxPolicy.load(scaled, robot)

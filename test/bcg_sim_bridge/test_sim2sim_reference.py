@@ -144,13 +144,13 @@ def test_a_safety_config_the_node_would_refuse_is_exit_2_before_anything_starts(
     margin.write_text("joint_limit_margin: 0.4\n")  # the robot's default pose outside the soft limits
     line = _one_line(_cli("--safety-config", str(margin), "--no-nominal", "--out", out))
     assert line.startswith(f"bcg-sim2sim: error: {margin}: key 'joint_limit_margin': 0.4 rad"), line
-    # a policy whose default pose is inside the joint limits, but not inside the soft limits of the default config
+    # a policy whose default pose is inside the joint limits but is not the robot config's
     pose = list(ROBOT.default_pose)
     pose[3] = float(ROBOT.upper[3]) - 0.01
     near = write_policy(tmp_path / "near_limit.onnx", ROBOT, default_pose=tuple(pose))
     line = _one_line(_cli("--policy", str(near), "--no-nominal", "--out", out))
-    assert line.startswith(f"bcg-sim2sim: error: {near}: policy default pose of '{ROBOT.joint_names[3]}'"), line
-    assert "soft limits" in line
+    assert line.startswith(f"bcg-sim2sim: error: {near}: policy default pose of '{ROBOT.joint_names[3]}' is "), line
+    assert line.endswith(f"robot config has {ROBOT.default_pose[3]:.6g}"), line
 
 
 def test_an_out_that_is_a_file_is_exit_2_before_anything_starts(tmp_path):
