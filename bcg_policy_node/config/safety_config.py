@@ -51,11 +51,22 @@ class SafetyConfig:
         return self.stale_periods * control_dt
 
     def check_against(self, robot: RobotConfig) -> None:
-        """What depends on the robot: a tick's wait for a state sample must leave it time to compute."""
+        """What depends on the robot: a tick's wait for a state sample must leave it time to
+        compute, and the soft joint limits must hold the default pose. The node and the
+        sentinel both check it: a sentinel must not watch over a config its node refuses."""
         wait = self.state_wait_periods * self.state_period_s
         if wait > 0.25 * robot.control_dt:
             raise ConfigError(self.source, f"keys 'state_wait_periods' x 'state_period_s': a tick would wait up to "
                                            f"{wait * 1e3:g} ms for a state, more than a quarter of the {robot.control_dt * 1e3:g} ms control period")
+        lower, upper = self.soft_limits(robot)
+        bad = np.flatnonzero((lower > robot.default_q) | (upper < robot.default_q))
+        if bad.size:
+            raise ConfigError(self.source, f"key 'joint_limit_margin': {self.joint_limit_margin} rad puts the default "
+                                           f"pose of '{robot.joint_names[bad[0]]}' outside its soft limits")
+
+    def soft_limits(self, robot: RobotConfig) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper): the joint limits less ``joint_limit_margin``."""
+        return robot.lower + self.joint_limit_margin, robot.upper - self.joint_limit_margin
 
     def damping_kd(self, robot: RobotConfig) -> np.ndarray:
         """The kd of a damping command (kp = 0), the same for the node and the sentinel.

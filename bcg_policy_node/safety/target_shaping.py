@@ -19,7 +19,6 @@ import dataclasses
 import numpy as np
 
 from bcg_robot.config import RobotConfig
-from bcg_robot.errors import ConfigError
 from bcg_robot.pd import position_target_bounds
 
 from bcg_policy_node.config.safety_config import SafetyConfig
@@ -34,11 +33,8 @@ class TargetLimits:
 
     @classmethod
     def for_robot(cls, robot: RobotConfig, config: SafetyConfig) -> "TargetLimits":
-        lower, upper = robot.lower + config.joint_limit_margin, robot.upper - config.joint_limit_margin
-        bad = np.flatnonzero((lower > robot.default_q) | (upper < robot.default_q))
-        if bad.size:
-            raise ConfigError(config.source, f"key 'joint_limit_margin': {config.joint_limit_margin} rad puts the default "
-                                             f"pose of '{robot.joint_names[bad[0]]}' outside its soft limits")
+        config.check_against(robot)  # the soft limits hold the default pose
+        lower, upper = config.soft_limits(robot)
         return cls(lower, upper, config.max_target_step, robot.effort * config.torque_fraction)
 
 

@@ -58,6 +58,7 @@ class SentinelNode(Node):
                                                  f"got {self.send_period}")
         robot = load_robot_config(robot_path)  # checked against the model, as the node does
         safety = load_safety_config(safety_path)
+        safety.check_against(robot)  # what the node checks of it too
         problem = stall_order_error(self.timeout, safety.stale_after(robot.control_dt))
         if problem:
             raise BCGInputError(self.get_name(), f"parameter 'timeout_s' with {safety.source}: {problem}")
