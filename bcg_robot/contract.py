@@ -105,6 +105,8 @@ class PolicyContract:
                     value = raw
             except (ValueError, TypeError, OverflowError) as err:  # OverflowError: an integer beyond the float range
                 raise ContractError(source, f"policy metadata '{field.name}' is malformed: {err}") from None
+            except RecursionError:  # json.loads recurses once per level of nesting
+                raise ContractError(source, f"policy metadata '{field.name}' is malformed: nested too deeply") from None
             values[field.name] = value
         contract = cls(**values)
         contract.validate(source)

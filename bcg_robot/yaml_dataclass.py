@@ -52,6 +52,8 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
         raise ConfigError(path, f"invalid YAML{where}: {getattr(err, 'problem', err)}") from None
     except ValueError as err:  # PyYAML's int() of a literal over Python's 4300-digit limit
         raise ConfigError(path, f"invalid YAML: {str(err).split(';')[0]}") from None
+    except RecursionError:  # the constructor recurses once per level of nesting
+        raise ConfigError(path, "invalid YAML: nested too deeply") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -76,6 +76,9 @@ def test_missing_metadata_is_an_error(robot):
     meta["kp"] = "[" + ", ".join(["1" + "0" * 400] * robot.num_joints) + "]"  # float() of it: OverflowError
     with pytest.raises(ContractError, match="x.onnx: policy metadata 'kp' is malformed: int too large"):
         PolicyContract.from_metadata(meta, "x.onnx")
+    meta["kp"] = "[" * 100_000 + "]" * 100_000  # json.loads recurses once per level: RecursionError
+    with pytest.raises(ContractError, match="^x.onnx: policy metadata 'kp' is malformed: nested too deeply$"):
+        PolicyContract.from_metadata(meta, "x.onnx")
 
 
 def test_projected_gravity_of_known_orientations():

@@ -132,6 +132,10 @@ def test_invalid_yaml_and_missing_file(tmp_path):
     with pytest.raises(ConfigError, match=r"huge.yaml: invalid YAML: Exceeds the limit \(4300 digits\)") as info:
         load_robot_config(huge)
     assert "\n" not in str(info.value)
+    deep = tmp_path / "deep.yaml"  # PyYAML's constructor recurses once per level: RecursionError
+    deep.write_text("kp: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="^.*deep.yaml: invalid YAML: nested too deeply$"):
+        load_robot_config(deep)
 
 
 def test_unknown_keys_of_mixed_types_are_named(tmp_path):
