@@ -23,6 +23,8 @@ DEFAULT_ROBOT_CONFIG = share_file("config/g1_29dof.yaml")
 
 # Tolerance for "the config's limits agree with the MJCF" (rad).
 LIMIT_TOLERANCE = 1e-4
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+MAX_POLICY_GAIN_RATIO = 10.0  # a policy's gains within 10x of the robot's either way, at most
 
 PER_JOINT_KEYS = (
     "position_lower",
@@ -83,6 +85,11 @@ class RobotConfig:
             bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
             if bad:
                 raise ConfigError(self.source, f"key '{key}': non-finite value for joint '{self.joint_names[bad[0]]}'")
+            # the G1's LowCmd carries targets, gains and torques as float32 (packing a larger one raises)
+            bad = [i for i, v in enumerate(values) if abs(v) > FLOAT32_MAX]
+            if bad:
+                raise ConfigError(self.source, f"key '{key}': {values[bad[0]]:g} for joint '{self.joint_names[bad[0]]}' "
+                                               f"is beyond float32, the motor command's format")
         for key in ("velocity_limits", "effort_limits"):
             bad = [i for i, v in enumerate(getattr(self, key)) if v <= 0]
             if bad:
@@ -104,8 +111,9 @@ class RobotConfig:
             raise ConfigError(self.source, f"key 'control_dt': {self.control_dt} not in (0, 0.1] s")
         if self.action_scale <= 0:
             raise ConfigError(self.source, "key 'action_scale': must be > 0")
-        if not (math.isfinite(self.policy_gain_ratio) and self.policy_gain_ratio >= 1.0):
-            raise ConfigError(self.source, f"key 'policy_gain_ratio': must be >= 1, got {self.policy_gain_ratio}")
+        if not (math.isfinite(self.policy_gain_ratio) and 1.0 <= self.policy_gain_ratio <= MAX_POLICY_GAIN_RATIO):
+            raise ConfigError(self.source, f"key 'policy_gain_ratio': must be in [1, {MAX_POLICY_GAIN_RATIO:g}], "
+                                           f"got {self.policy_gain_ratio}")
 
     @property
     def num_joints(self) -> int:
@@ -186,8 +194,16 @@ def check_against_mjcf(cfg: RobotConfig) -> None:
         raise ConfigError(cfg.source, "key 'feet': empty (the foot bodies the contact model and metrics use)")
     for key, names in (("root_body", (cfg.root_body,)), ("feet", cfg.feet)):
         for name in names:
-            if name not in bodies:
-                raise ConfigError(cfg.source, f"key '{key}': '{name}' is not a body in {path.name}")
+            if name not in bodies or model.body(name).id == 0:
+                raise ConfigError(cfg.source, f"key '{key}': '{name}' is not a body of the robot in {path.name}")
+    if len(set(cfg.feet)) != len(cfg.feet):
+        dup = next(f for f in cfg.feet if cfg.feet.count(f) > 1)
+        raise ConfigError(cfg.source, f"key 'feet': '{dup}' appears twice")
+    for name in cfg.feet:  # the contact model, the bridge's foot penetration and the metrics use its colliders
+        body = model.body(name).id
+        if not any(model.geom_bodyid[g] == body and (model.geom_contype[g] or model.geom_conaffinity[g])
+                   for g in range(model.ngeom)):
+            raise ConfigError(cfg.source, f"key 'feet': '{name}' has no collision geom in {path.name}")
 
 
 def load_robot_config(path: str | Path = DEFAULT_ROBOT_CONFIG, check_model: bool = True) -> RobotConfig:

@@ -72,9 +72,14 @@ def _names_with(index: int, name: str) -> list[str]:
         ({"position_upper": [3.0] + [2.8798] * 28}, "key 'position_upper': 3.0 for 'left_hip_pitch' disagrees with MJCF"),
         ({"joint_names": None}, "missing key 'joint_names'"),
         ({"imu_site": "imu_in_pelvs"}, "key 'imu_site': 'imu_in_pelvs' is not a site in"),  # was a traceback in build_model
-        ({"feet": ["left_ankle_roll_link", "right_ankle_rol_link"]}, "key 'feet': 'right_ankle_rol_link' is not a body in"),
+        ({"feet": ["left_ankle_roll_link", "right_ankle_rol_link"]}, "key 'feet': 'right_ankle_rol_link' is not a body of"),
+        ({"feet": ["world"]}, "key 'feet': 'world' is not a body of the robot in"),  # was a traceback in the bridge
+        ({"feet": ["left_ankle_roll_link", "left_ankle_roll_link"]}, "key 'feet': 'left_ankle_roll_link' appears twice"),
+        ({"feet": ["left_ankle_roll_link", "left_ankle_pitch_link"]}, "key 'feet': 'left_ankle_pitch_link' has no collision geom in"),
+        ({"kd": [1e300] + [2.0] * 28}, "key 'kd': 1e+300 for joint 'left_hip_pitch' is beyond float32"),  # the SDK's pack raised
+        ({"policy_gain_ratio": 1e9}, "key 'policy_gain_ratio': must be in [1, 10], got 1000000000.0"),
         ({"feet": []}, "key 'feet': empty"),
-        ({"root_body": "pelv"}, "key 'root_body': 'pelv' is not a body in"),
+        ({"root_body": "pelv"}, "key 'root_body': 'pelv' is not a body of the robot in"),
         ({"action_scale": float("nan")}, "key 'action_scale': expected a finite number, got nan"),  # passed 'x <= 0'
         ({"control_dt": float("inf")}, "key 'control_dt': expected a finite number, got inf"),
         # an integer beyond the float range: was an OverflowError traceback from math.isfinite
