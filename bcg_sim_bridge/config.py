@@ -26,6 +26,11 @@ class ElasticBandConfig:
     lift: float = 0.0  # anchor height above the default standing root height, m
     release_after_s: float = 0.0  # release automatically after this much simulated time; 0: only on request
 
+    def validate(self) -> None:
+        for key in ("stiffness", "damping", "angular_stiffness", "angular_damping", "release_after_s"):
+            if not getattr(self, key) >= 0:
+                raise ValueError(f"key 'elastic_band.{key}': must be >= 0, got {getattr(self, key)}")
+
 
 @dataclasses.dataclass(frozen=True)
 class BridgeConfig:
@@ -62,6 +67,11 @@ class BridgeConfig:
                 raise ValueError(f"key '{key}': must be >= 0")
         if not 0 <= self.domain_id <= 232:
             raise ValueError(f"key 'domain_id': {self.domain_id} not in 0..232")
+        if not 0 <= self.mode_machine <= 255:  # one byte of the LowState / LowCmd
+            raise ValueError(f"key 'mode_machine': {self.mode_machine} not in 0..255")
+        if self.log_path and Path(self.log_path).is_dir():  # found only at exit, the run's log lost
+            raise ValueError(f"key 'log_path': {self.log_path} is a directory, not a file to write")
+        self.elastic_band.validate()
 
     @property
     def state_decimation(self) -> int:

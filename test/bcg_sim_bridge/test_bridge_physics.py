@@ -202,6 +202,26 @@ def test_bridge_config_rejects_unknown_keys_and_bad_rates(tmp_path):
     assert load_bridge_config().interface == "ros2"
 
 
+@pytest.mark.parametrize("text,message", [
+    ("mode_machine: 999\n", "key 'mode_machine': 999 not in 0..255"),  # was a struct.error once running
+    ("elastic_band:\n  stiffness: -10000.0\n", "key 'elastic_band.stiffness': must be >= 0, got -10000.0"),
+    ("elastic_band:\n  release_after_s: -1.0\n", "key 'elastic_band.release_after_s': must be >= 0, got -1.0"),
+])
+def test_bridge_config_rejects_values_the_bridge_would_fail_on_or_misuse(tmp_path, text, message):
+    bad = tmp_path / "bridge.yaml"
+    bad.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_bridge_config(bad)
+    assert str(info.value) == f"{bad}: {message}"
+
+
+def test_a_trajectory_log_path_that_is_a_directory_is_refused_before_the_run(tmp_path):
+    """Found only at exit before: the whole run simulated, then IsADirectoryError and no log."""
+    with pytest.raises(ConfigError) as info:
+        load_bridge_config(overrides={"log_path": str(tmp_path)})
+    assert str(info.value).endswith(f"key 'log_path': {tmp_path} is a directory, not a file to write")
+
+
 def test_pacer_never_runs_ahead_of_real_time():
     import time
 
