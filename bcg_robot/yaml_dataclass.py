@@ -150,6 +150,11 @@ def _build(cls: type[T], data: dict[str, Any], source: str, prefix: str = "") ->
 def load_dataclass(cls: type[T], path: str | Path, overrides: dict[str, Any] | None = None) -> T:
     """Load ``cls`` from the YAML file ``path`` (plus optional overrides), validated."""
     data = read_yaml_mapping(path)
+    # bookkeeping fields (compare=False, e.g. ``source``, the file a config came from) are the
+    # loader's to set: a file that sets one would be overwritten without a word
+    internal = [f.name for f in dataclasses.fields(cls) if not f.compare and f.name in data]
+    if internal:
+        raise ConfigError(path, f"unknown key '{internal[0]}' (set by the loader, not by a config file)")
     if overrides:
         data = {**data, **overrides}
     return from_mapping(cls, data, str(path))
@@ -173,7 +178,8 @@ def to_plain(obj: Any) -> Any:
     if isinstance(obj, enum.Enum):
         return to_plain(obj.value)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+        # not the loader's bookkeeping (compare=False: ``source``), which a file may not set
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init and f.compare}
     if isinstance(obj, (list, tuple)):
         return [to_plain(v) for v in obj]
     if isinstance(obj, dict):

@@ -10,7 +10,7 @@ from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import ConfigError, ContractError
 from bcg_robot.pd import pd_torque
 from bcg_robot.remote import RemoteState
-from bcg_robot.yaml_dataclass import from_mapping
+from bcg_robot.yaml_dataclass import dump_dataclass, from_mapping
 
 from bcg_policy_node.config.safety_config import SafetyConfig, load_safety_config
 from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
@@ -79,6 +79,16 @@ def test_safety_config_rejects_unknown_keys_and_bad_values(tmp_path):
         load_safety_config(bad)
     with pytest.raises(ConfigError, match="max_target_step"):
         from_mapping(SafetyConfig, {"max_target_step": -1.0})
+
+
+def test_a_dumped_safety_config_loads_back_and_a_file_cannot_set_its_source(tmp_path):
+    """sim2sim's --stale-periods writes the run's config for the node; 'source' is the loader's."""
+    relaxed = dataclasses.replace(SafetyConfig(), stale_periods=5.0, source="safety.yaml with --stale-periods 5")
+    path = dump_dataclass(relaxed, tmp_path / "safety.yaml")
+    assert load_safety_config(path) == relaxed and load_safety_config(path).source == str(path)
+    path.write_text(path.read_text() + "source: elsewhere.yaml\n")
+    with pytest.raises(ConfigError, match="unknown key 'source'"):
+        load_safety_config(path)
 
 
 @pytest.mark.parametrize("text,match", [

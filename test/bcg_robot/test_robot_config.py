@@ -137,6 +137,10 @@ def test_invalid_yaml_and_missing_file(tmp_path):
     with pytest.raises(ConfigError, match=r"huge.yaml: invalid YAML: Exceeds the limit \(4300 digits\)") as info:
         load_robot_config(huge)
     assert "\n" not in str(info.value)
+    named = tmp_path / "named.yaml"  # the loader sets 'source' (the file's path): a file's own was dropped silently
+    named.write_text(DEFAULT_ROBOT_CONFIG.read_text() + "\nsource: other.yaml\n")
+    with pytest.raises(ConfigError, match="^.*named.yaml: unknown key 'source' \\(set by the loader, not by a config file\\)$"):
+        load_robot_config(named)
     deep = tmp_path / "deep.yaml"  # PyYAML's constructor recurses once per level: RecursionError
     deep.write_text("kp: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(ConfigError, match="^.*deep.yaml: invalid YAML: nested too deeply$"):
