@@ -20,8 +20,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG
-from bcg_robot.paths import PACKAGE
+from bcg_robot.paths import PACKAGE, resolve_share_path, share_dir
 from bcg_robot.wire import TRANSPORT_UNITREE_SDK, TRANSPORTS
 
 Role = Literal["bridge", "policy", "sentinel"]
@@ -115,14 +116,17 @@ def g1_real_nodes(
     policy: str,
     robot_config: str = str(DEFAULT_ROBOT_CONFIG),
     sdk_domain: int = REAL_SDK_DOMAIN,
+    safety_config: str = str(DEFAULT_SAFETY_CONFIG),
 ) -> list[NodeSpec]:
-    """Policy node on the ``unitree_sdk`` transport plus its sentinel, on the robot's network interface."""
+    """Policy node on the ``unitree_sdk`` transport plus its sentinel, on the robot's network
+    interface, with the same robot and safety configs."""
     if not network_interface.strip():
         raise ValueError("the G1's network interface is required (e.g. eth0 on the 192.168.123.x subnet)")
+    safety = {"safety_config": safety_config}
     return [
         policy_node_spec(TRANSPORT_UNITREE_SDK, policy, robot_config, sdk_domain, network_interface,
-                         release_sport_mode=True),
-        sentinel_spec(TRANSPORT_UNITREE_SDK, robot_config, sdk_domain, network_interface),
+                         release_sport_mode=True, extra=safety),
+        sentinel_spec(TRANSPORT_UNITREE_SDK, robot_config, sdk_domain, network_interface, extra=safety),
     ]
 
 
@@ -137,6 +141,7 @@ G1_REAL_LAUNCH_ARGUMENTS = (
     LaunchArgument("network_interface", "", "the NIC on the G1's 192.168.123.x subnet (required)"),
     LaunchArgument("policy", "", "policy ONNX file"),
     LaunchArgument("robot_config", str(DEFAULT_ROBOT_CONFIG), "robot config YAML"),
+    LaunchArgument("safety_config", str(DEFAULT_SAFETY_CONFIG), "safety config YAML (node and sentinel)"),
     LaunchArgument("domain_id", str(REAL_SDK_DOMAIN), "Unitree DDS domain id (0 on the robot)"),
 )
 
@@ -159,9 +164,22 @@ def int_launch_argument(args: dict[str, str], name: str, launch_file: str) -> in
         raise ValueError(f"{launch_file}: launch argument {name}:='{args[name]}' is not an integer") from None
 
 
+def file_launch_argument(args: dict[str, str], name: str, launch_file: str) -> str:
+    """The file a launch argument names, as an absolute path: as given (absolute, or relative to
+    the working directory), else the installed file of that name (``models/g1_squat.onnx``).
+    Checked here, at launch, rather than by a node's configure minutes later."""
+    path = resolve_share_path(args[name]).resolve()
+    if not path.is_file():
+        raise ValueError(f"{launch_file}: launch argument {name}:='{args[name]}' is not a file "
+                         f"(looked in the working directory and in {share_dir()})")
+    return str(path)
+
+
 def g1_real_nodes_from_launch(args: dict[str, str]) -> list[NodeSpec]:
     """``g1_real.launch.py``: the node list from its (string) launch arguments."""
+    launch_file = "g1_real.launch.py"
     if not args["policy"]:
-        raise ValueError("g1_real.launch.py needs policy:=<ONNX file>")
-    return g1_real_nodes(args["network_interface"], args["policy"], args["robot_config"],
-                         int_launch_argument(args, "domain_id", "g1_real.launch.py"))
+        raise ValueError(f"{launch_file} needs policy:=<ONNX file>")
+    files = {name: file_launch_argument(args, name, launch_file) for name in ("policy", "robot_config", "safety_config")}
+    return g1_real_nodes(args["network_interface"], files["policy"], files["robot_config"],
+                         int_launch_argument(args, "domain_id", launch_file), files["safety_config"])

@@ -1,15 +1,20 @@
 """The real G1: policy node on the ``unitree_sdk`` backend + sentinel (``ros2 launch bcg_policy_node g1_real.launch.py``).
 
 Arguments: ``network_interface`` (required: the NIC on the robot's 192.168.123.x subnet),
-``policy``, ``robot_config``, ``domain_id`` (0 on the robot). The node list comes from
-:mod:`bcg_policy_node.bringup`, whose node and sentinel ``sim2sim.launch.py`` and
-``bcg-sim2sim`` start too; it needs neither the sim bridge nor MuJoCo.
+``policy`` (required), ``robot_config``, ``safety_config`` (both node and sentinel get the
+same files), ``domain_id`` (0 on the robot). A file argument is taken as given, else as the
+installed file of that name (``policy:=models/g1_squat.onnx`` from any directory), and must
+exist at launch. The node list comes from :mod:`bcg_policy_node.bringup`, whose node and
+sentinel ``sim2sim.launch.py`` and ``bcg-sim2sim`` start too. This file needs neither the sim
+bridge nor MuJoCo; the node and the sentinel check the robot config against its MJCF, so
+the robot PC needs ``mujoco`` and the robot description package (``make setup-deploy``).
 
 Nothing moves at launch: the policy node starts unconfigured. With the robot in its
-gantry, the operator configures and activates it (``ros2 lifecycle set /policy_node
-configure``, then ``activate``: it releases sport mode, ramps to the default pose and
-holds), then starts the policy with START on the remote or
-``ros2 service call /policy_node/run std_srvs/srv/Trigger``. L2+B on the remote damps.
+gantry, the operator configures it (``ros2 lifecycle set /policy_node configure``: this
+releases sport mode, so **the robot goes limp at configure**), then activates it
+(``activate``: it ramps to the default pose and holds), then starts the policy with START on
+the remote or ``ros2 service call /policy_node/run std_srvs/srv/Trigger``. L2+B on the remote
+damps.
 """
 
 from launch import LaunchDescription

@@ -4,7 +4,8 @@ construct  declare and validate the parameters; no publisher, subscription, serv
            timer of its own yet (only rclpy's lifecycle and parameter services).
 configure  load robot config, safety config and policy; check the policy's contract
            against the robot (a mismatch is a one-line error and the node stays
-           unconfigured); open the robot interface (``ros2`` or ``unitree_sdk``); create
+           unconfigured); open the robot interface (``ros2`` or ``unitree_sdk``, which
+           with ``release_sport_mode`` releases the G1's sport mode: the robot goes limp); create
            the operator services and topics (state, fault; heartbeat, timing and joint
            states as lifecycle publishers, live only while active) and the diagnostics
            publisher with its timer. On ``ros2`` the motor command publisher is a

@@ -37,8 +37,11 @@ def setup_kwargs():
     return setup.call_args.kwargs
 
 
+POLICY = str(ROOT / "models" / "g1_policy.onnx")
+
+
 def test_g1_real_is_node_and_sentinel_on_the_sdk_with_sport_mode_release(setup_kwargs):
-    args = {**_defaults(G1_REAL_LAUNCH_ARGUMENTS), "network_interface": "eth0", "policy": "/p.onnx"}
+    args = {**_defaults(G1_REAL_LAUNCH_ARGUMENTS), "network_interface": "eth0", "policy": POLICY}
     specs = g1_real_nodes_from_launch(args)
     assert [s.role for s in specs] == ["policy", "sentinel"]
     for spec in specs:
@@ -57,6 +60,29 @@ def test_g1_real_is_node_and_sentinel_on_the_sdk_with_sport_mode_release(setup_k
         assert importlib.util.find_spec(spec.module) is not None
 
 
+def test_g1_real_gives_node_and_sentinel_the_same_existing_files(tmp_path, monkeypatch):
+    """A safety config given at launch reaches both (it was not a launch argument, and was dropped
+    without a word); a file argument is resolved at launch, against the installed share folder
+    too, and one that does not exist stops the launch."""
+    safety = tmp_path / "strict.yaml"
+    safety.write_text("torque_fraction: 0.5\n")
+    args = {**_defaults(G1_REAL_LAUNCH_ARGUMENTS), "network_interface": "eth0", "policy": POLICY,
+            "safety_config": str(safety)}
+    specs = g1_real_nodes_from_launch(args)
+    for key in ("safety_config", "robot_config"):
+        assert len({spec.parameter_dict()[key] for spec in specs}) == 1, key
+    assert specs[1].parameter_dict()["safety_config"] == str(safety)
+    assert specs[0].parameter_dict()["policy_path"] == POLICY
+    monkeypatch.chdir(tmp_path)  # a relative name: the installed file (here the repository's share folder)
+    monkeypatch.setattr(bringup, "share_dir", lambda: ROOT)
+    monkeypatch.setattr("bcg_robot.paths.share_dir", lambda: ROOT)
+    relative = g1_real_nodes_from_launch({**args, "policy": "models/g1_squat.onnx"})
+    assert relative[0].parameter_dict()["policy_path"] == str(ROOT / "models" / "g1_squat.onnx")
+    for name in ("policy", "robot_config", "safety_config"):
+        with pytest.raises(ValueError, match=rf"g1_real.launch.py: launch argument {name}:='nothere.yaml' is not a file"):
+            g1_real_nodes_from_launch({**args, name: "nothere.yaml"})
+
+
 def test_the_node_specs_refuse_an_unknown_transport():
     with pytest.raises(ValueError, match="interface 'unitree_dds'"):
         bringup.policy_node_spec("unitree_dds", "/p.onnx", "r.yaml", 0, "eth0", release_sport_mode=True)
@@ -72,7 +98,7 @@ def test_a_misspelled_or_malformed_launch_argument_is_refused():
     with pytest.raises(ValueError, match="'robot_confg'"):
         bringup.check_launch_argument_names(["robot_confg"], args, "g1_real.launch.py")
     bringup.check_launch_argument_names(["policy", "use_sim_time", "my_world"], args, "g1_real.launch.py")  # an includer's own
-    values = {a.name: a.default for a in args} | {"network_interface": "eth0", "policy": "/p.onnx", "domain_id": "zero"}
+    values = {a.name: a.default for a in args} | {"network_interface": "eth0", "policy": POLICY, "domain_id": "zero"}
     with pytest.raises(ValueError, match="launch argument domain_id:='zero' is not an integer"):
         bringup.g1_real_nodes_from_launch(values)
     with pytest.raises(ValueError, match="network interface is required"):
@@ -106,7 +132,7 @@ def test_the_bringup_imports_without_the_simulator():
         "sys.meta_path.insert(0, Block())\n"
         "from bcg_policy_node.bringup import G1_REAL_LAUNCH_ARGUMENTS, g1_real_nodes_from_launch\n"
         "args = {a.name: a.default for a in G1_REAL_LAUNCH_ARGUMENTS}\n"
-        "args.update(network_interface='eth0', policy='/p.onnx')\n"
+        "args.update(network_interface='eth0', policy='models/g1_policy.onnx')\n"
         "print(len(g1_real_nodes_from_launch(args)))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
