@@ -64,7 +64,8 @@ class TickResult:
 _LATCHED_NOTE = " (latched before the node was deactivated)"
 _ENERGIZED = (ControlState.RAMP, ControlState.HOLD, ControlState.RUN)  # position commands go to the motors
 _NOW_FAULT_KINDS = ("estop", "deadman", "sentinel_missing", "foreign_commander")  # re-evaluated at a reset request
-_ENERGIZED_ONLY = ("deadman", "sentinel_missing")  # present in PASSIVE they keep it there; they trip outside it
+# present in PASSIVE they keep it there; they trip outside it
+_ENERGIZED_ONLY = ("deadman", "sentinel_missing", "state_unconfirmed")
 
 
 class ControlLoop:
@@ -179,6 +180,11 @@ class ControlLoop:
         # in PASSIVE and DAMP it left nothing on the motors to worry about
         faults = self._stall_faults(tick_gap) if energized else []
         faults += self.watchdog.check(now, state) + self._operator_faults(now, inputs) + self._lease_faults(now)
+        if m.state is ControlState.PASSIVE and state is not None and not self.watchdog.tick_advanced:
+            # the first sample read is dated when it is read, however old it is: a stream that died
+            # before activation would have ramped on it, at full gains, until it went stale
+            faults.append(Fault("state_unconfirmed", f"one robot state so far (tick {state.tick}): waiting for the "
+                                                     f"stream to advance before ramping"))
         self.last_faults = faults
         tripping = [f for f in faults if f.kind not in _ENERGIZED_ONLY or energized]
         if tripping:

@@ -9,6 +9,7 @@ FAULT_KINDS = (
     "stale_state", "tick_stalled", "nonfinite_state", "nonfinite_action", "policy_error", "joint_velocity", "tilt",
     "motor_fault", "motor_temperature", "robot_variant", "estop", "remote_estop", "deadman", "sentinel_missing",
     "operator_stop", "foreign_commander", "loop_stalled",
+    "state_unconfirmed",  # PASSIVE only: one state sample so far, the stream not yet seen advancing
 )
 
 

@@ -33,10 +33,11 @@ class StateWatchdog:
         self.velocity_limit = robot.velocity * config.velocity_fraction
         self._last_tick: int | None = None
         self._tick_changed_at = 0.0
+        self.tick_advanced = False  # a sample with a new tick has followed the first one
         self.mode_machine = UNITREE_MODE_MACHINE_BY_JOINTS.get(robot.num_joints)  # None: no Unitree variant has this count
 
     def reset(self) -> None:
-        self._last_tick = None
+        self._last_tick, self.tick_advanced = None, False
 
     def check(self, now: float, state: RobotState | None) -> list[Fault]:
         if state is None:
@@ -54,6 +55,7 @@ class StateWatchdog:
         # Any change counts, a step back too: the uint32 tick wraps, and a restarted low-level
         # board counts from 0 (with '>' either latched this fault on every later tick).
         if state.tick != self._last_tick:
+            self.tick_advanced |= self._last_tick is not None
             self._last_tick, self._tick_changed_at = state.tick, state.received_at
         stalled = state.received_at - self._tick_changed_at
         if stalled > self.stale_after:

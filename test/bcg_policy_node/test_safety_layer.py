@@ -57,6 +57,10 @@ class Rig:
         self.loop = ControlLoop(robot, self.policy, config, deadman, sentinel)
         self.t, self.tick_no = 100.0, 0
         self.inputs = OperatorInputs()
+        # the first sample: PASSIVE until the stream is seen advancing (the next tick's sample)
+        first = self.loop.tick(self.t, make_state(robot, self.tick_no, self.t - 0.001), self.inputs, tick_gap=None)
+        assert first.state is ControlState.PASSIVE and first.command.is_zero_torque(), first
+        assert "state_unconfirmed" in [f.kind for f in first.faults], first.faults
 
     def step(self, foreign=(), tick_gap=DT, **state_changes):
         self.t += DT
@@ -245,6 +249,28 @@ def test_ramp_hold_and_run_only_on_operator_request(robot):
     result = rig.step()
     assert result.state is ControlState.RUN and rig.policy.calls == 1 and result.ran_policy
     assert np.allclose(result.command.q, robot.default_q + 0.05)
+
+
+def test_a_single_old_sample_never_ramps_the_robot(robot):
+    """The first sample read is dated when it is read, however old it is (arrival dating): a
+    state stream that died before activation must not ramp the robot at full gains on it until
+    it goes stale. The loop waits for the stream to advance; here it never does."""
+    loop = ControlLoop(robot, FakePolicy(robot), SafetyConfig())
+    t = 100.0
+    only = make_state(robot, 7, t, q=np.zeros(robot.num_joints))  # the one sample there is, dated at its first read
+    states = []
+    for _ in range(10):
+        result = loop.tick(t, only, OperatorInputs(), tick_gap=DT)
+        states.append(result.state)
+        assert result.command is None or result.command.kp.max() == 0, result.state
+        t += DT
+    assert ControlState.RAMP not in states and states[-1] is ControlState.DAMP
+    assert loop.machine.fault.kind == "stale_state"
+    # a stream that advances ramps at its second sample
+    loop = ControlLoop(robot, FakePolicy(robot), SafetyConfig())
+    first = loop.tick(100.0, make_state(robot, 7, 100.0), OperatorInputs())
+    assert first.state is ControlState.PASSIVE and str(first.faults[0]).startswith("state_unconfirmed: one robot state so far (tick 7)")
+    assert loop.tick(100.02, make_state(robot, 17, 100.02), OperatorInputs(), tick_gap=DT).state is ControlState.RAMP
 
 
 def test_run_refused_outside_hold(robot):
