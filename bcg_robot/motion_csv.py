@@ -29,6 +29,7 @@ from bcg_robot.config import RobotConfig
 from bcg_robot.errors import BCGInputError
 
 CSV_FPS = 30.0
+FPS_RANGE = (1.0, 1000.0)  # the frame rates a clip may be read at
 ROOT_COLUMNS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 # Joint angles may exceed the limits by this much (retargets clip loosely), rad.
 JOINT_LIMIT_MARGIN = 0.05
@@ -140,8 +141,8 @@ def load_motion_csv(path: str | Path, cfg: RobotConfig, fps: float = CSV_FPS, na
     """Load and validate a G1 motion CSV (see module docstring)."""
     path = Path(path)
     names = column_names(cfg)
-    if not (math.isfinite(fps) and 1.0 <= fps <= 1000.0):
-        raise MotionError(path, f"frame rate {fps} fps is not in [1, 1000]")
+    if not (math.isfinite(fps) and FPS_RANGE[0] <= fps <= FPS_RANGE[1]):
+        raise MotionError(path, f"frame rate {fps} fps is not in [{FPS_RANGE[0]:g}, {FPS_RANGE[1]:g}]")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:

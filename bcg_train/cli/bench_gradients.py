@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jax
 
-from bcg_robot.cli.arguments import nonnegative_float, positive_float, positive_int
+from bcg_robot.cli.arguments import nonnegative_float, nonnegative_int, positive_float, positive_int
 from bcg_robot.errors import exit_on_input_error
 from bcg_robot.model import check_physics_dt
 from bcg_robot.paths import output_dir
@@ -31,7 +31,7 @@ def parse_args(argv=None) -> tuple[BenchSettings, Path]:
     p.add_argument("--qpos-noise", type=nonnegative_float, default=d.qpos_noise)
     p.add_argument("--branches", type=positive_int, default=d.num_branches, help="B")
     p.add_argument("--bundle-steps", type=positive_int, default=d.bundle_steps, help="H")
-    p.add_argument("--tau", type=float, default=d.force_threshold, help="trigger: peak contact normal force, N")
+    p.add_argument("--tau", type=nonnegative_float, default=d.force_threshold, help="trigger: peak contact normal force, N")
     p.add_argument("--repeats", type=positive_int, default=d.repeats, help="timed gradient calls after the compile")
     p.add_argument("--presets", nargs="+", default=list(d.presets), choices=["soft", "default", "stiff"])
     p.add_argument("--estimators", nargs="+", default=list(d.estimators), choices=[e.value for e in Estimator])
@@ -39,7 +39,7 @@ def parse_args(argv=None) -> tuple[BenchSettings, Path]:
     p.add_argument("--solver-iterations", type=positive_int, default=None,
                    help="the train model's Newton iterations (default: bcg_robot.model's, 4)")
     p.add_argument("--float64", action="store_true")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=nonnegative_int, default=d.seed)
     p.add_argument("--out-dir", type=Path, default=Path("runs/bench_gradients"))
     a = p.parse_args(argv)
     if a.num_starts < 2:

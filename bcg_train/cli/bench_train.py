@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bcg_robot.cli.arguments import positive_float, positive_int
+from bcg_robot.cli.arguments import nonnegative_float, positive_float, positive_int
 from bcg_robot.errors import exit_on_input_error
 from bcg_robot.model import check_physics_dt
 from bcg_robot.paths import output_file
@@ -278,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--contact", choices=("soft", "default", "stiff"), default="stiff", help="contact preset (default stiff)")
     p.add_argument("--bundle-slots", type=int, nargs="+", default=None,
                    help="BCG's bundle slots M (0: every environment): one value, or one per --num-envs (default: the config's)")
-    p.add_argument("--tau", type=float, nargs="+", default=None,
+    p.add_argument("--tau", type=nonnegative_float, nargs="+", default=None,
                    help="BCG's trigger force threshold in N: a BCG row for each value (default: the config's)")
     p.add_argument("--out", type=Path, default=Path("runs/bench-train/throughput.json"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -301,8 +301,6 @@ def main(argv: list[str] | None = None) -> int:
         slots = slots * len(args.num_envs)
     if len(slots) != len(args.num_envs) or any(m is not None and m < 0 for m in slots):
         raise SystemExit("bcg-bench-train: --bundle-slots takes one value >= 0, or one per --num-envs")
-    if args.tau is not None and min(args.tau) < 0:
-        raise SystemExit("bcg-bench-train: --tau must be >= 0")
     if args.task == HOPPER and (args.physics_dt is not None or args.solver_iterations is not None):
         raise SystemExit("bcg-bench-train: --physics-dt and --solver-iterations are for G1 tasks (the hopper runs the claim's model)")
     if args.solver_iterations is not None and min(args.solver_iterations) < 1:

@@ -41,6 +41,7 @@ from bcg_train.evaluate import MAX_DURATION_S
 # longest_flight_s_mean), so a jump's hop and flight show in the table; blank in tables written before it
 CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm", "flight_s")
 _INT_FIELDS = ("iteration", "falls", "seeds")
+_OPTIONAL_FIELDS = ("flight_s",)  # added later: blank, or no column, in older tables
 # with --watch, how long to wait for bcg-train (started at the same time) to create the run directory
 WATCH_START_TIMEOUT_S = 600.0
 _CHECKPOINT = re.compile(r"^(\d{6})\.pkl$")
@@ -66,15 +67,27 @@ def best_row(rows: list[dict]) -> dict:
 
 
 def read_rows(path: Path) -> list[dict]:
-    """The table's rows, typed; a column the table lacks (written before it existed) or a blank
-    cell reads as None; a cell that is not a finite number, or a folder in the table's place, is a
+    """The table's rows, typed; an optional column the table lacks (written before it existed) or
+    a blank cell of one reads as None; a required column missing or blank, a cell that is not a
+    finite number, a file that is not UTF-8 CSV, or a folder in the table's place, is a
     :class:`BCGInputError` naming the file."""
     if path.is_dir():
         raise BCGInputError(path, "is a directory, not a selection table")
     if not path.is_file():
         return []
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+    except OSError as err:
+        raise BCGInputError(path, f"cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise BCGInputError(path, f"not UTF-8 text (byte {err.start})") from None
+    except csv.Error as err:
+        raise BCGInputError(path, f"not a CSV table: {err}") from None
+    missing = [k for k in CSV_FIELDS if k not in _OPTIONAL_FIELDS and k not in (reader.fieldnames or [])]
+    if reader.fieldnames and missing:
+        raise BCGInputError(path, f"line 1: no column '{missing[0]}' (header: {','.join(map(str, reader.fieldnames))})")
     return [_typed_row(path, line, row) for line, row in enumerate(rows, start=2)]
 
 
@@ -82,6 +95,8 @@ def _typed_row(path: Path, line: int, row: dict) -> dict:
     typed = {}
     for k in CSV_FIELDS:
         cell = row.get(k)
+        if cell in (None, "") and k not in _OPTIONAL_FIELDS:  # a short row, or a blank cell
+            raise BCGInputError(path, f"line {line}: column '{k}' is blank")
         try:
             typed[k] = None if cell in (None, "") else (int(cell) if k in _INT_FIELDS else float(cell))
             if isinstance(typed[k], float) and not math.isfinite(typed[k]):  # an int is finite (isfinite overflows on 10**400)

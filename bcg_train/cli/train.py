@@ -3,7 +3,7 @@
 --motion CLIP.csv trains on any G1 CSV clip (format: bcg_robot.motion_csv):
 the task config (--task, default stand) supplies every other setting, the clip's file
 stem is the motion id and the default run directory is runs/<stem>-<preset>. The clip
-is validated before JAX is imported.
+(the config's, or --motion's) is validated before JAX is imported.
 """
 
 from __future__ import annotations
@@ -65,14 +65,16 @@ def main(argv: list[str] | None = None) -> int:
             run_dir=args.run_dir, seed=args.seed, iterations=args.iterations, init_from=args.init_from,
         )
         cfg = resolve_train_config(request)
-        if args.init_from is not None and not args.init_from.exists():
-            print(f"{parser.prog}: error: {args.init_from}: no such checkpoint (--init-from)", file=sys.stderr)
-            return 2
-        if request.motion is not None:
-            from bcg_robot.config import load_robot_config
-            from bcg_train.motion.loader import load_motion_csv
+        for option, path in (("--init-from", args.init_from), ("--resume", args.resume)):
+            if path is not None and not path.exists():
+                print(f"{parser.prog}: error: {path}: no such checkpoint ({option})", file=sys.stderr)
+                return 2
+        from bcg_robot.config import load_robot_config
+        from bcg_robot.paths import resolve_share_path
+        from bcg_train.motion.loader import load_motion_csv
 
-            load_motion_csv(cfg.task.motion, load_robot_config(), cfg.task.motion_fps)
+        # the clip of --motion or of the config (as the task will resolve it)
+        load_motion_csv(resolve_share_path(cfg.task.motion), load_robot_config(), cfg.task.motion_fps)
         check_output_dir(cfg.run_dir, "run directory")  # a file there was a traceback from train()
         from bcg_train.learn.train import train  # JAX import after argument, config, clip and run-directory errors
         from bcg_train.sim.jax_setup import memory_map_warning

@@ -19,7 +19,7 @@ from bcg_robot.action_offset import reference_joint_targets
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import BCGInputError
-from bcg_robot.observation import build_observation
+from bcg_robot.observation import build_observation, observation_size
 from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
 from bcg_train.learn.config import TrainConfig, config_hash
 from bcg_train.learn.networks import RunningStats, policy_action
@@ -36,22 +36,49 @@ def source_commit() -> str:
         return ""
 
 
+class ExportError(BCGInputError):
+    """A checkpoint whose policy must not be exported (one line naming the checkpoint)."""
+
+
+def _numbers(value: Any, source: str, what: str) -> np.ndarray:
+    try:
+        return np.asarray(value, np.float64)
+    except (TypeError, ValueError):
+        raise ExportError(source, f"policy {what} is not an array of numbers ({type(value).__name__})") from None
+
+
 def policy_weights(actor: list[dict[str, Any]], stats: RunningStats, obs_clip: float, action_clip: float,
-                   reference_joint_pos: np.ndarray | None = None) -> PolicyWeights:
+                   reference_joint_pos: np.ndarray | None = None, source: str = "<policy>") -> PolicyWeights:
+    """The actor's layers and the normalizer as :class:`PolicyWeights`; an actor that is not a
+    list of layer mappings (``w``, ``b``, and ``ln_scale`` with ``ln_bias`` on hidden layers) is
+    an :class:`ExportError` naming ``source`` (the checkpoint). Shapes: :func:`check_policy_shapes`."""
+    if not isinstance(actor, (list, tuple)):
+        raise ExportError(source, f"policy actor is not a list of layers ({type(actor).__name__})")
     layers = []
-    for layer in actor:
+    for i, layer in enumerate(actor):
+        if not isinstance(layer, dict):
+            raise ExportError(source, f"policy layer {i} is not a mapping ({type(layer).__name__})")
+        missing = [key for key in ("w", "b") if key not in layer]
+        if missing:
+            raise ExportError(source, f"policy layer {i} lacks '{missing[0]}'")
         hidden = "ln_scale" in layer
+        if hidden != ("ln_bias" in layer):
+            raise ExportError(source, f"policy layer {i} has only one of 'ln_scale' and 'ln_bias'")
         layers.append(
             DenseLayer(
-                weight=np.asarray(layer["w"], np.float64),
-                bias=np.asarray(layer["b"], np.float64),
-                ln_scale=np.asarray(layer["ln_scale"], np.float64) if hidden else None,
-                ln_bias=np.asarray(layer["ln_bias"], np.float64) if hidden else None,
+                weight=_numbers(layer["w"], source, f"layer {i} weight"),
+                bias=_numbers(layer["b"], source, f"layer {i} bias"),
+                ln_scale=_numbers(layer["ln_scale"], source, f"layer {i} ln_scale") if hidden else None,
+                ln_bias=_numbers(layer["ln_bias"], source, f"layer {i} ln_bias") if hidden else None,
                 elu=hidden,
             )
         )
+    try:
+        mean, std = stats.mean, stats.std
+    except (AttributeError, TypeError):  # TypeError: std of a var that is not an array
+        raise ExportError(source, f"policy observation normalizer is not a RunningStats ({type(stats).__name__})") from None
     return PolicyWeights(
-        obs_mean=np.asarray(stats.mean, np.float64), obs_std=np.asarray(stats.std, np.float64),
+        obs_mean=_numbers(mean, source, "obs_mean"), obs_std=_numbers(std, source, "obs_std"),
         layers=tuple(layers), obs_clip=float(obs_clip), action_clip=float(action_clip),
         reference_joint_pos=None if reference_joint_pos is None else np.asarray(reference_joint_pos, np.float64),
     )
@@ -94,8 +121,27 @@ def reference_offset_table(cfg: TrainConfig, robot: RobotConfig):
     return ref, (ref.joint_pos if cfg.task.action_offset == REFERENCE else None)
 
 
-class ExportError(BCGInputError):
-    """A checkpoint whose policy must not be exported (one line naming the checkpoint)."""
+def check_policy_shapes(weights: PolicyWeights, num_obs: int, num_actions: int, source: str) -> None:
+    """The layers chain from the observation (``num_obs``) to the action (``num_actions``), each
+    bias and LayerNorm the width of its layer's output, the normalizer the observation's size;
+    ONNX shape inference failed on a checkpoint that broke this, in a traceback."""
+    for name in ("obs_mean", "obs_std"):
+        if getattr(weights, name).shape != (num_obs,):
+            raise ExportError(source, f"policy {name} has shape {getattr(weights, name).shape}, expected ({num_obs},) "
+                                      "(the observation's size)")
+    if not weights.layers:
+        raise ExportError(source, "policy actor has no layers")
+    width = num_obs
+    for i, layer in enumerate(weights.layers):
+        if layer.weight.ndim != 2 or layer.weight.shape[0] != width:
+            raise ExportError(source, f"policy layer {i} weight has shape {layer.weight.shape}, expected ({width}, outputs)")
+        width = layer.weight.shape[1]
+        for name in ("bias", "ln_scale", "ln_bias"):
+            value = getattr(layer, name)
+            if value is not None and value.shape != (width,):
+                raise ExportError(source, f"policy layer {i} {name} has shape {value.shape}, expected ({width},)")
+    if width != num_actions:
+        raise ExportError(source, f"policy actor outputs {width} values, expected {num_actions} (one per joint)")
 
 
 def check_exportable(weights: PolicyWeights, source: str) -> None:
@@ -119,6 +165,7 @@ def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, s
     (:func:`bcg_robot.onnx_graph.check_offset` says so otherwise). ``source``: the checkpoint, for errors.
     ``stored_hash``: the config hash the checkpoint was saved with (default: ``cfg``'s now)."""
     contract = policy_contract(cfg, robot, motion_id, motion_length_s, stored_hash)
-    weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, reference_joint_pos)
+    weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, reference_joint_pos, source)
+    check_policy_shapes(weights, observation_size(contract.observation_spec, contract.num_joints), contract.num_joints, source)
     check_exportable(weights, source)
     return save_policy_onnx(path, contract, weights)

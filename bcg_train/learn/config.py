@@ -132,12 +132,21 @@ class TrainConfig:
             raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
         if not 0 <= self.seed < 2**32:  # jax.random.PRNGKey's range (a larger one overflowed after the task was built)
             raise ValueError(f"seed must be in [0, 2**32), got {self.seed}")
+        if not self.run_dir:  # the working directory: its metrics.csv and checkpoints/ would be the run's
+            raise ValueError("run_dir must not be empty (it would name the working directory)")
 
 
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], override: dict[str, Any], source: str | Path = "<config>", _prefix: str = "") -> dict[str, Any]:
+    """``override`` merged over ``base`` (nested keys merge, lists replace). A mapping merged over
+    a value that is neither a mapping nor empty (``task: [1, 2]`` under a preset's ``task:``) is a
+    :class:`ConfigError` naming ``source`` and the key: replaced, it would be lost without a word."""
     out = dict(base)
     for key, value in override.items():
-        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        if isinstance(value, dict) and out.get(key) is not None:
+            if not isinstance(out[key], dict):
+                raise ConfigError(source, f"key '{_prefix}{key}': expected a mapping, got {type(out[key]).__name__}")
+            value = deep_merge(out[key], value, source, f"{_prefix}{key}.")
+        out[key] = value
     return out
 
 
@@ -164,7 +173,7 @@ def read_train_mapping(path: str | Path) -> dict[str, Any]:
     """The file's mapping with its ``extends`` chain resolved (nested keys merge, lists replace)."""
     merged: dict[str, Any] = {}
     for _, data in extends_chain(path):
-        merged = deep_merge(merged, data)
+        merged = deep_merge(merged, data, path)
     return merged
 
 
@@ -224,10 +233,10 @@ def train_config_from_mapping(
             raise ConfigError(preset_path, f"unknown preset '{preset}' (known: {', '.join(PRESETS)})")
         preset_data = read_yaml_mapping(preset_path)
         check_preset_keeps_the_experiment(path, preset, preset_data, overrides)
-        data = deep_merge(data, preset_data)
+        data = deep_merge(data, preset_data, path)
         source = f"{path} + preset {preset}"
     if overrides:
-        data = deep_merge(data, overrides)
+        data = deep_merge(data, overrides, path)
     return from_mapping(TrainConfig, data, source)
 
 

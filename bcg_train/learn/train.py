@@ -98,7 +98,8 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     try:
         with open(path, "rb") as f:
             payload = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as err:  # ValueError: a bad protocol byte
+    # ValueError: a bad protocol byte; TypeError: a class called with arguments it does not take
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError) as err:
         raise CheckpointError(path, f"cannot read checkpoint: {err}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(path, "not a BCG training checkpoint (format mismatch)")

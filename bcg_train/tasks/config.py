@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from bcg_robot.action_offset import check_action_offset
-from bcg_robot.model import TRAIN_LS_ITERATIONS, TRAIN_SOLVER_ITERATIONS
+from bcg_robot.config import load_robot_config
+from bcg_robot.model import TRAIN_LS_ITERATIONS, TRAIN_SOLVER_ITERATIONS, check_physics_dt
+from bcg_robot.motion_csv import FPS_RANGE
 from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, check_observation_spec
 from bcg_train.bcg.config import BCGConfig
 from bcg_train.sim.bounds import SimBounds
@@ -15,6 +18,13 @@ from bcg_train.sim.bounds import SimBounds
 REFERENCE_FRAMES = ("world", "heading")  # what rewards compare against (bcg_train.tasks.rewards)
 # privileged critic inputs and their sizes (bcg_train.tasks.privileged)
 PRIVILEGED_FEATURES = {"root_lin_vel": 3, "root_height": 1, "domain": 4}
+
+
+@functools.cache
+def robot_control_dt() -> float:
+    """The control period the imitation task steps at: the robot config's (the trainer builds
+    the task on the default one, ``bcg_train.learn.train.make_task``), read once."""
+    return load_robot_config(check_model=False).control_dt
 
 
 def check_privileged(names: tuple[str, ...] | list[str]) -> None:
@@ -176,5 +186,18 @@ class ImitationConfig:
             term = getattr(self.rewards, name)
             if not term.sigma > 0:  # exp(-error / 0): a term that is always 0, or NaN at zero error
                 raise ValueError(f"rewards.{name}.sigma must be > 0, got {term.sigma}")
-        if not 0 < self.physics_dt <= 0.05:
-            raise ValueError(f"physics_dt must be in (0, 0.05] s, got {self.physics_dt}")
+        lo, hi = FPS_RANGE  # the clip's loader refuses others
+        if not lo <= self.motion_fps <= hi:  # found by the clip's loader otherwise, which blamed the CSV
+            raise ValueError(f"motion_fps must be in [{lo:g}, {hi:g}] frames per second, got {self.motion_fps}")
+        check_physics_dt("train", self.physics_dt)  # found after the JAX import otherwise, by the model builder
+        self.check_timing(robot_control_dt())
+
+    def check_timing(self, control_dt: float) -> None:
+        """A control step of ``control_dt`` (the robot's) is a whole number of physics steps, and
+        an episode lasts at least one control step."""
+        ratio = control_dt / self.physics_dt
+        if abs(ratio - round(ratio)) > 1e-6:  # the simulator refused it after the JAX import
+            raise ValueError(f"physics_dt {self.physics_dt}: the robot's control_dt {control_dt} s is not a multiple of it "
+                             f"({ratio:.4g} physics steps)")
+        if self.episode_length_s < control_dt:  # zero control steps an episode
+            raise ValueError(f"episode_length_s {self.episode_length_s} is shorter than one control step ({control_dt} s)")

@@ -28,7 +28,7 @@ def bcg_train_exit():
     def run(args: list[str]) -> tuple[int | str, bool, str]:
         code = (
             "import sys\nfrom bcg_train.cli.train import main\n"
-            f"try:\n    main({args!r})\n"
+            f"try:\n    raise SystemExit(main({args!r}))\n"  # as the console script does with main's return value
             "except SystemExit as e:\n    print(e.code, 'jax' in sys.modules)\n"
         )
         proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)

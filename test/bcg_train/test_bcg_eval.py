@@ -90,6 +90,22 @@ def test_eval_rejects_a_missing_training_config(tmp_path, capsys):
     assert not (tmp_path / "out").exists()  # nothing rolled, nothing written
 
 
+@pytest.mark.parametrize("physics_dt, problem", [
+    (0.0033, "train physics_dt 0.0033 outside [0.004, 0.005] s"),  # the model builder's traceback, after --out was made
+    (0.0045, "physics_dt 0.0045: the robot's control_dt 0.02 s is not a multiple of it"),  # rolled at 4 steps of 4.5 ms
+])
+def test_eval_refuses_a_training_config_whose_physics_step_the_train_model_cannot_take(tmp_path, capsys, physics_dt, problem):
+    judge = tmp_path / "judge.train.yaml"
+    judge.write_text(f"task:\n  physics_dt: {physics_dt}\n")
+    with pytest.raises(SystemExit) as exc:
+        eval_main([str(_policy(tmp_path)), "--seeds", "1", "--duration", "0.1", "--train-config", str(judge),
+                   "--out", str(tmp_path / "out")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"bcg-eval: error: {judge}: {problem}") and "\n" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
 def test_eval_refuses_bad_numbers_before_it_imports_jax(tmp_path):
     """No seed, a negative seed or a NaN duration is argparse's error (exit 2, naming the option) in
     a fresh process that has not imported JAX yet, not a traceback after the rollouts start."""

@@ -30,6 +30,9 @@ def test_arguments_reach_the_settings():
     (["--physics-dt", "nan"], "argument --physics-dt: must be a finite number > 0, got 'nan'"),
     (["--physics-dt", "0.001"], "argument --physics-dt: train physics_dt 0.001 outside [0.004, 0.005] s"),
     (["--qpos-noise=-0.001"], "argument --qpos-noise: must be a finite number >= 0, got '-0.001'"),
+    # these passed parsing (a NaN force threshold: no contact ever triggers a bundle)
+    (["--tau", "nan"], "argument --tau: must be a finite number >= 0, got 'nan'"),
+    (["--seed", "-7"], "argument --seed: must be an integer >= 0, got '-7'"),
 ])
 def test_settings_the_benchmark_cannot_run_are_one_line_errors(argv, problem, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -213,3 +213,23 @@ def test_a_select_folder_or_table_blocked_is_one_line_and_exit_2(tmp_path, capsy
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"bcg-select-checkpoint: error: {run / blocker}: ") and "\n" not in err, err
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"\xff\xfe\x00\x01junk", "not UTF-8 text (byte 0)"),
+    (b"iteration,falls,seeds,e_track_cm,root_z_cm,flight_s\n50,,20,3.2,1.0,\n", "line 2: column 'falls' is blank"),
+    (b"iteration,falls,seeds,e_track_cm,root_z_cm\n50,2,20,3.2\n", "line 2: column 'root_z_cm' is blank"),  # a short row
+    (b"foo,bar\n1,2\n", "line 1: no column 'iteration' (header: foo,bar)"),
+], ids=["not-utf8", "blank-cell", "short-row", "no-column"])
+def test_a_table_that_is_not_the_selection_csv_is_one_line_naming_it(tmp_path, capsys, content, problem):
+    """Tracebacks before: UnicodeDecodeError, or int(None) for a blank or missing required cell."""
+    table = tmp_path / "run" / "select" / "checkpoints.csv"
+    table.parent.mkdir(parents=True)
+    table.write_bytes(content)
+    with pytest.raises(BCGInputError) as info:
+        read_rows(table)
+    assert str(info.value) == f"{table}: {problem}"
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "run")])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == f"bcg-select-checkpoint: error: {table}: {problem}"

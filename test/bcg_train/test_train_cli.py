@@ -1,6 +1,8 @@
 """bcg-train / bcg-export argument and config errors (one line, exit 2, nothing trained),
 and the benchmark's threshold arithmetic."""
 
+import sys
+
 import pytest
 
 from bcg_train.cli.benchmark import steps_to_threshold
@@ -244,3 +246,122 @@ def test_export_and_resume_refuse_a_robot_config_other_than_the_one_trained_on(t
     del payload["robot"]  # a checkpoint saved before checkpoints carried the robot config
     (tmp_path / "old.pkl").write_bytes(pickle.dumps(payload))
     check_checkpoint_robot(load_checkpoint(tmp_path / "old.pkl"), robot)
+
+
+@pytest.mark.parametrize("physics_dt, problem", [
+    (0.0033, "train physics_dt 0.0033 outside [0.004, 0.005] s"),  # was the model builder's traceback
+    (0.0045, "physics_dt 0.0045: the robot's control_dt 0.02 s is not a multiple of it (4.444 physics steps)"),  # the simulator's
+])
+def test_a_physics_step_the_train_model_cannot_take_stops_bcg_train_before_jax(tmp_path, bcg_train_exit, physics_dt, problem):
+    """Only (0, 0.05] was checked in the config; the real range and the control-step multiple
+    were tracebacks (exit 1) after the JAX import."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"task:\n  physics_dt: {physics_dt}\n")
+    code, jax_imported, stderr = bcg_train_exit(["--task", "stand", "--config", str(bad), "--preset", "cpu-tiny",
+                                                 "--run-dir", str(tmp_path / "r")])
+    assert (code, jax_imported) == (2, False), stderr
+    assert stderr.strip().splitlines() == [f"bcg-train: error: {bad} + preset cpu-tiny: {problem}"], stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Make reaching the trainer an ImportError: a config that passes is not trained on."""
+    monkeypatch.setitem(sys.modules, "bcg_train.learn.train", None)
+
+
+@pytest.mark.parametrize("text, problem", [
+    # zero control steps an episode: accepted, and compiled
+    ("task:\n  episode_length_s: 0.001\n", "episode_length_s 0.001 is shorter than one control step (0.02 s)"),
+    # never checked: the clip's loader refused it, naming the CSV
+    ("task:\n  motion_fps: 0.0\n", "motion_fps must be in [1, 1000] frames per second, got 0.0"),
+])
+def test_timing_a_task_cannot_run_is_a_config_error(tmp_path, capsys, no_training, text, problem):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    err = _run(train_main, ["--task", "stand", "--config", str(bad), "--run-dir", str(tmp_path / "r")], capsys)
+    assert err == f"bcg-train: error: {bad}: {problem}"
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_empty_run_dir_is_refused(tmp_path, capsys, monkeypatch, no_training):
+    """``run_dir: ""`` is the working directory, whose metrics.csv a new run would replace."""
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text('run_dir: ""\n')
+    err = _run(train_main, ["--task", "stand", "--config", str(bad)], capsys)
+    assert err == f"bcg-train: error: {bad}: run_dir must not be empty (it would name the working directory)"
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.yaml"]
+
+
+def test_a_missing_resume_checkpoint_stops_bcg_train_before_jax(tmp_path, bcg_train_exit):
+    missing = tmp_path / "nope.pkl"
+    code, jax_imported, stderr = bcg_train_exit(["--task", "stand", "--resume", str(missing), "--run-dir", str(tmp_path / "r")])
+    assert (code, jax_imported) == (2, False), stderr
+    assert stderr.strip().splitlines() == [f"bcg-train: error: {missing}: no such checkpoint (--resume)"], stderr
+    assert not (tmp_path / "r").exists()
+
+
+def _checkpoint_with_policy(path, actor, mean):
+    """A checkpoint of the default config whose state holds ``actor`` and a normalizer of ``mean``."""
+    import pickle
+
+    import numpy as np
+
+    from bcg_robot.yaml_dataclass import to_plain
+    from bcg_train.learn.config import TrainConfig, plain_config_hash
+    from bcg_train.learn.networks import RunningStats
+    from bcg_train.learn.shac import SHACState
+    from bcg_train.learn.train import CHECKPOINT_FORMAT
+
+    config = to_plain(TrainConfig())
+    stats = RunningStats(np.asarray(mean, np.float32), np.ones(np.shape(mean), np.float32), np.asarray(1.0, np.float32))
+    state = SHACState(actor=actor, critics=None, target_critics=None, actor_opt=None, critic_opt=None, obs_stats=stats, env=None,
+                      rng=None, iteration=np.asarray(1))
+    path.write_bytes(pickle.dumps({"format": CHECKPOINT_FORMAT, "config": config, "config_hash": plain_config_hash(config),
+                                   "state": state}))
+    return path
+
+
+def _actor(sizes):
+    import numpy as np
+
+    layers = [{"w": np.zeros((n_in, n_out), np.float32), "b": np.zeros(n_out, np.float32)} for n_in, n_out in zip(sizes, sizes[1:])]
+    for layer in layers[:-1]:
+        layer.update(ln_scale=np.ones(layer["b"].shape, np.float32), ln_bias=np.zeros(layer["b"].shape, np.float32))
+    return layers
+
+
+def _no_bias(layers):
+    del layers[0]["b"]
+    return layers
+
+
+@pytest.mark.parametrize("actor, obs, problem", [
+    (lambda n, a: _actor([3, 16, a]), None, "policy layer 0 weight has shape (3, 16), expected ({n}, outputs)"),
+    (lambda n, a: [], None, "policy actor has no layers"),
+    (lambda n, a: _no_bias(_actor([n, 16, a])), None, "policy layer 0 lacks 'b'"),
+    (lambda n, a: None, None, "policy actor is not a list of layers (NoneType)"),
+    (lambda n, a: _actor([n, 16, a]), 3, "policy obs_mean has shape (3,), expected ({n},) (the observation's size)"),
+    (lambda n, a: _actor([n, 16, 7]), None, "policy actor outputs 7 values, expected {a} (one per joint)"),
+], ids=["wrong-shape", "empty", "no-bias", "none", "short-normalizer", "wrong-output"])
+def test_export_refuses_a_checkpoint_whose_policy_is_malformed_in_one_line(tmp_path, capsys, actor, obs, problem):
+    """Tracebacks before: KeyError, TypeError, or ONNX shape inference failing inside the writer."""
+    from bcg_robot.config import load_robot_config
+    from bcg_robot.observation import DEFAULT_OBSERVATION_SPEC, observation_size
+
+    a = load_robot_config(check_model=False).num_joints
+    n = observation_size(DEFAULT_OBSERVATION_SPEC, a)
+    path = _checkpoint_with_policy(tmp_path / "c.pkl", actor(n, a), [0.0] * (obs or n))
+    err = _run(export_main, [str(path), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert err == f"bcg-export: error: {path}: {problem.format(n=n, a=a)}"
+    assert not (tmp_path / "p.onnx").exists()
+
+
+def test_export_refuses_a_pickle_that_fails_to_construct_in_one_line(tmp_path, capsys):
+    """A TypeError from the unpickler (a class called with arguments it does not take) was a traceback."""
+    bad = tmp_path / "typeerr.pkl"
+    bad.write_bytes(b"cbuiltins\nlist\n(I1\nI2\ntR.")  # protocol 0: list(1, 2)
+    err = _run(export_main, [str(bad), "--out", str(tmp_path / "p.onnx")], capsys)
+    assert err.startswith(f"bcg-export: error: {bad}: cannot read checkpoint: ") and "list" in err
+    assert not (tmp_path / "p.onnx").exists()

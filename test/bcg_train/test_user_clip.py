@@ -214,3 +214,19 @@ def test_preview_says_in_one_line_when_no_gl_backend_works(tmp_path, capsys, mon
     assert motion_main(["preview", str(clip), "--out", str(tmp_path / "preview"), "--frames", "2"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("bcg-motion: error: offscreen rendering is not available (disable: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("broken", ["missing", "malformed"])
+def test_a_bad_clip_named_by_the_config_stops_bcg_train_before_jax_is_imported(tmp_path, bcg_train_exit, broken):
+    """Only --motion's clip was checked before JAX; the config's own ``task.motion`` was read when
+    the task was built, after the JAX import."""
+    clip = tmp_path / "clip.csv"
+    if broken == "malformed":
+        clip = _break(shallow_squat(clip, frames=20), 5, 10, "nan")
+    config = tmp_path / "experiment.yaml"
+    config.write_text(f"extends: {share_file('config/train/stand.yaml')}\ntask:\n  motion: {clip}\n")
+    code, jax_imported, stderr = bcg_train_exit(["--task", "stand", "--config", str(config), "--run-dir", str(tmp_path / "run")])
+    assert (code, jax_imported) == (2, False), stderr
+    problem = "cannot read: No such file or directory" if broken == "missing" else "row 5, column 11 (left_knee): non-finite value nan"
+    assert stderr.strip().splitlines() == [f"bcg-train: error: {clip}: {problem}"], stderr
+    assert not (tmp_path / "run").exists()

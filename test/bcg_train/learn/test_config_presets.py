@@ -54,3 +54,21 @@ def test_bcg_train_refuses_the_conflict_in_one_line_before_jax(tmp_path, bcg_tra
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "exp.yaml: sets shac.horizon: 64, but preset 'cpu-small' sets 32" in lines[0], stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_preset_merged_over_a_section_that_is_not_a_mapping_is_refused(tmp_path):
+    """``task: [1, 2]`` under a preset's ``task:`` was replaced by the preset's mapping, and the task
+    trained at its defaults; without a preset it was refused."""
+    listed = _experiment(tmp_path, "task: [1, 2]\n", "listed.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_train_config(listed)
+    assert str(info.value) == f"{listed}: key 'task': expected a mapping, got list"
+    with pytest.raises(ConfigError) as info:
+        load_train_config(listed, "cpu-tiny")
+    assert str(info.value) == f"{listed}: key 'task': expected a mapping, got list"
+    nested = _experiment(tmp_path, "task:\n  bcg: 5\n", "nested.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_train_config(nested, "cpu-tiny")
+    assert str(info.value) == f"{nested}: key 'task.bcg': expected a mapping, got int"
+    with pytest.raises(ConfigError, match=r"listed\.yaml: key 'task': expected a mapping, got list"):  # --motion's override
+        load_train_config(listed, None, {"task": {"motion": "clip.csv"}})
