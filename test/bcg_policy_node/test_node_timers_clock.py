@@ -11,8 +11,6 @@ import itertools
 import os
 import time
 
-import pytest
-import rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
@@ -24,16 +22,6 @@ from bcg_sim_bridge.harness.sample_policies import write_policy
 NAMESPACES = (f"/timers_clock_{os.getpid()}_{i}" for i in itertools.count())
 SIM_TIME = Parameter("use_sim_time", value=True)
 WAIT_S = 0.2
-
-
-@pytest.fixture
-def context():
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
-        yield context
-    finally:
-        rclpy.shutdown(context=context)
 
 
 def assert_every_timer_counts_down_with_ros_time_stopped(node):
@@ -48,9 +36,9 @@ def assert_every_timer_counts_down_with_ros_time_stopped(node):
     assert all(c >= 0.5 * WAIT_S for c in counted), counted
 
 
-def test_the_policy_nodes_tick_and_other_timers_run_with_ros_time_stopped(tmp_path, context):
+def test_the_policy_nodes_tick_and_other_timers_run_with_ros_time_stopped(tmp_path, rclpy_context):
     policy = write_policy(tmp_path / "random.onnx", load_robot_config(check_model=False), "random")
-    node = PolicyNode(context=context, namespace=next(NAMESPACES),
+    node = PolicyNode(context=rclpy_context, namespace=next(NAMESPACES),
                       parameter_overrides=[Parameter("policy_path", value=str(policy)), SIM_TIME])
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS, node.configure_error
@@ -61,8 +49,8 @@ def test_the_policy_nodes_tick_and_other_timers_run_with_ros_time_stopped(tmp_pa
         node.destroy_node()
 
 
-def test_the_sentinels_check_and_heartbeat_run_with_ros_time_stopped(context):
-    node = SentinelNode(context=context, namespace=next(NAMESPACES), parameter_overrides=[SIM_TIME])
+def test_the_sentinels_check_and_heartbeat_run_with_ros_time_stopped(rclpy_context):
+    node = SentinelNode(context=rclpy_context, namespace=next(NAMESPACES), parameter_overrides=[SIM_TIME])
     try:
         assert len(list(node.timers)) == 2  # the check and the heartbeat
         assert_every_timer_counts_down_with_ros_time_stopped(node)
