@@ -117,6 +117,7 @@ def g1_real_nodes(
     robot_config: str = str(DEFAULT_ROBOT_CONFIG),
     sdk_domain: int = REAL_SDK_DOMAIN,
     safety_config: str = str(DEFAULT_SAFETY_CONFIG),
+    deadman_timeout_s: float = 0.0,
 ) -> list[NodeSpec]:
     """Policy node on the ``unitree_sdk`` transport plus its sentinel, on the robot's network
     interface, with the same robot and safety configs."""
@@ -125,7 +126,7 @@ def g1_real_nodes(
     safety = {"safety_config": safety_config}
     return [
         policy_node_spec(TRANSPORT_UNITREE_SDK, policy, robot_config, sdk_domain, network_interface,
-                         release_sport_mode=True, extra=safety),
+                         release_sport_mode=True, extra={**safety, "deadman_timeout_s": deadman_timeout_s}),
         sentinel_spec(TRANSPORT_UNITREE_SDK, robot_config, sdk_domain, network_interface, extra=safety),
     ]
 
@@ -143,6 +144,8 @@ G1_REAL_LAUNCH_ARGUMENTS = (
     LaunchArgument("robot_config", str(DEFAULT_ROBOT_CONFIG), "robot config YAML"),
     LaunchArgument("safety_config", str(DEFAULT_SAFETY_CONFIG), "safety config YAML (node and sentinel)"),
     LaunchArgument("domain_id", str(REAL_SDK_DOMAIN), "Unitree DDS domain id (0 on the robot)"),
+    LaunchArgument("deadman_timeout_s", "0.0", "DAMP when the operator's policy_node/deadman is silent this long "
+                                               "(0: no deadman; the node checks the range)"),
 )
 
 
@@ -155,6 +158,13 @@ def check_launch_argument_names(given: Iterable[str], declared: Sequence[LaunchA
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
         if close:
             raise ValueError(f"{launch_file}: unknown launch argument '{name}' (did you mean '{close[0]}'?)")
+
+
+def float_launch_argument(args: dict[str, str], name: str, launch_file: str) -> float:
+    try:
+        return float(args[name])
+    except ValueError:
+        raise ValueError(f"{launch_file}: launch argument {name}:='{args[name]}' is not a number") from None
 
 
 def int_launch_argument(args: dict[str, str], name: str, launch_file: str) -> int:
@@ -182,4 +192,5 @@ def g1_real_nodes_from_launch(args: dict[str, str]) -> list[NodeSpec]:
         raise ValueError(f"{launch_file} needs policy:=<ONNX file>")
     files = {name: file_launch_argument(args, name, launch_file) for name in ("policy", "robot_config", "safety_config")}
     return g1_real_nodes(args["network_interface"], files["policy"], files["robot_config"],
-                         int_launch_argument(args, "domain_id", launch_file), files["safety_config"])
+                         int_launch_argument(args, "domain_id", launch_file), files["safety_config"],
+                         float_launch_argument(args, "deadman_timeout_s", launch_file))

@@ -2,7 +2,7 @@
 
 Arguments: ``network_interface`` (required: the NIC on the robot's 192.168.123.x subnet),
 ``policy`` (required), ``robot_config``, ``safety_config`` (both node and sentinel get the
-same files), ``domain_id`` (0 on the robot). A file argument is taken as given, else as the
+same files), ``domain_id`` (0 on the robot), ``deadman_timeout_s`` (0: no operator deadman). A file argument is taken as given, else as the
 installed file of that name (``policy:=models/g1_squat.onnx`` from any directory), and must
 exist at launch. The node list comes from :mod:`bcg_policy_node.bringup`, whose node and
 sentinel ``sim2sim.launch.py`` and ``bcg-sim2sim`` start too. This file needs neither the sim

@@ -83,6 +83,17 @@ def test_g1_real_gives_node_and_sentinel_the_same_existing_files(tmp_path, monke
             g1_real_nodes_from_launch({**args, name: "nothere.yaml"})
 
 
+
+def test_g1_real_can_arm_the_operator_deadman():
+    """Off by default, as before; the real launch could not turn it on."""
+    args = {**_defaults(G1_REAL_LAUNCH_ARGUMENTS), "network_interface": "eth0", "policy": POLICY}
+    assert g1_real_nodes_from_launch(args)[0].parameter_dict()["deadman_timeout_s"] == 0.0
+    armed = g1_real_nodes_from_launch({**args, "deadman_timeout_s": "0.5"})
+    assert armed[0].parameter_dict()["deadman_timeout_s"] == 0.5 and "deadman_timeout_s" not in armed[1].parameter_dict()
+    with pytest.raises(ValueError, match="launch argument deadman_timeout_s:='half' is not a number"):
+        g1_real_nodes_from_launch({**args, "deadman_timeout_s": "half"})
+
+
 def test_the_node_specs_refuse_an_unknown_transport():
     with pytest.raises(ValueError, match="interface 'unitree_dds'"):
         bringup.policy_node_spec("unitree_dds", "/p.onnx", "r.yaml", 0, "eth0", release_sport_mode=True)
