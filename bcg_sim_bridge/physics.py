@@ -21,16 +21,12 @@ import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
-from bcg_robot.model import build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices
+from bcg_robot.model import build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices, simulation_diverged
 from bcg_robot.pd import pd_torque
 from bcg_robot.wire import LowCommand
 from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig
 
 TICK_PER_SECOND = 1000  # LowState.tick counts milliseconds of (simulated) robot time
-
-
-# MuJoCo warnings after which it has reset the simulation itself (mj_checkPos, mj_checkVel, mj_checkAcc)
-UNSTABLE_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQACC)
 
 
 class DriveMode(enum.IntEnum):
@@ -207,12 +203,8 @@ class BridgePhysics:
         return self._foot_floor.deepest_penetration_of(self.data.contact)
 
     def is_finite(self) -> bool:
-        """False once the state is NaN or MuJoCo reported an unstable step: bad accelerations, or
-        positions or velocities past its limits (``mj_checkPos``/``mj_checkVel``). In each case it
-        resets the data itself, to the model's initial pose: an upright, finite robot that no
-        fall or NaN check would notice."""
-        unstable = any(self.data.warning[w].number > 0 for w in UNSTABLE_WARNINGS)
-        return bool(not unstable and np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qvel).all())
+        """False once the simulation diverged (:func:`bcg_robot.model.simulation_diverged`)."""
+        return not simulation_diverged(self.data)
 
     def _current_sensors(self) -> None:
         """Recompute the position and velocity sensors (IMU quaternion and gyro) on the current

@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     with exit_on_input_error(parser.prog):
-        from bcg_robot.paths import check_output_files, output_dir, share_file
+        from bcg_robot.paths import check_output_files, output_dir, resolve_share_path, share_file
         from bcg_robot.onnx_policy import OnnxPolicy
         from bcg_train.evaluate.rollout import rollout
         from bcg_train.learn.config import TrainConfig, load_train_config
@@ -135,10 +135,21 @@ def main(argv: list[str] | None = None) -> int:
         train_yaml = args.train_config or args.policy.with_suffix(".train.yaml")
         cfg = load_train_config(train_yaml) if train_yaml.is_file() else TrainConfig()  # `extends` chains resolved, as in bcg-train
         dr = cfg.task.domain if not args.no_dr else type(cfg.task.domain)(enabled=False)
-        motion = args.motion or share_file(f"models/motions/{contract.motion_id}.csv")
-        if contract.motion_id == "default_pose" and args.motion is None:
+        if args.duration < contract.control_dt:  # no control step: 0 falls and NaN figures
+            raise ContractError(args.policy, f"--duration {args.duration:g} s is shorter than one control step "
+                                             f"({contract.control_dt:g} s)")
+        # the clip the policy trained on, at the rate it was read at: its own training config's
+        # (written beside it by bcg-export), else the shipped clip of its motion id at 30 fps
+        own_yaml = args.policy.with_suffix(".train.yaml")
+        own = load_train_config(own_yaml).task if own_yaml.is_file() else None
+        motion = args.motion or (resolve_share_path(own.motion) if own is not None
+                                 else share_file(f"models/motions/{contract.motion_id}.csv"))
+        if contract.motion_id == "default_pose" and args.motion is None and own is None:
             motion = share_file("models/motions/stand.csv")
-        reference = load_reference_motion(motion, robot)
+        reference = load_reference_motion(motion, robot, *([own.motion_fps] if own is not None else []))
+        if contract.motion_length_s > 0 and abs(reference.length_s - contract.motion_length_s) > reference.dt:
+            raise ContractError(motion, f"reference clip lasts {reference.length_s:g} s, the policy was trained on one of "
+                                        f"{contract.motion_length_s:g} s (its motion_length_s): not the clip it learned")
         out = output_dir(args.out or args.policy.parent / f"{args.policy.stem}_{args.baseline or 'eval'}", "--out")
         video_name = f"seed{args.first_seed}.mp4"
         written = list(OUTPUT_FILES)
@@ -182,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = {
             "policy": str(args.policy), "baseline": args.baseline, "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed, "duration_s": args.duration,
             "domain_randomization": not args.no_dr, "falls": falls,
+            "diverged": sum(r.diverged for r in results),  # falls that were the simulation diverging
             # what judged it: the training config read (None: defaults) and its DR ranges as used
             "train_config": str(train_yaml) if train_yaml.is_file() else None, "domain": dataclasses.asdict(dr),
             "tracking_error_cm_mean": float(e_track.mean()), "tracking_error_cm_std": float(e_track.std()),
@@ -190,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             "longest_flight_s_mean": float(np.mean([r.longest_flight_s for r in results])),
             "train_sim_falls": sum(r.fell for r in train_results),
             "per_seed": [
-                {"seed": r.seed, "fell": r.fell, "survived_s": r.survived_s, "tracking_error_cm": r.tracking_error_cm,
+                {"seed": r.seed, "fell": r.fell, "diverged": r.diverged, "survived_s": r.survived_s, "tracking_error_cm": r.tracking_error_cm,
                  "root_height_error_cm": {"mean": r.root_height_error_cm, "max": r.root_height_error_max_cm},
                  "longest_flight_s": r.longest_flight_s,
                  "foot_penetration_bridge_mm": r.foot_penetration_mm, "foot_penetration_train_mm": tr.foot_penetration_mm,

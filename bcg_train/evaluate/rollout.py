@@ -26,7 +26,7 @@ import numpy as np
 
 from bcg_robot import metrics
 from bcg_robot.config import RobotConfig
-from bcg_robot.model import foot_floor_geoms, joint_dof_indices, joint_qpos_indices
+from bcg_robot.model import foot_floor_geoms, joint_dof_indices, joint_qpos_indices, simulation_diverged
 from bcg_robot.observation import raw_inputs
 from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_robot.pd import pd_torque
@@ -50,6 +50,9 @@ class RolloutResult:
     tracking_error: np.ndarray  # m per control step, mean over the tracked bodies
     domain: dict
     pushes: tuple[tuple[float, float, float], ...] = ()  # (time s, dvx, dvy m/s) of every push applied
+    # the simulation diverged (bcg_robot.model.simulation_diverged): counted as a fall, and the
+    # step whose state MuJoCo replaced with its initial pose is in no metric
+    diverged: bool = False
 
 
 def reference_tracked_positions(reference: ReferenceMotion) -> np.ndarray:
@@ -100,7 +103,7 @@ def rollout(
     kd = np.asarray(contract.kd) * domain["gain_scale"]
     n_sub = int(round(contract.control_dt / model.opt.timestep))
     steps = int(round(duration_s / contract.control_dt))
-    length = contract.motion_length_s or reference.length_s
+    length = contract.motion_length_s  # 0: no motion, and the phase stays 0 (as the node feeds it)
     n = contract.num_joints
     last_action = np.zeros(n)
     targets = np.asarray(contract.default_pose, np.float64)
@@ -109,7 +112,7 @@ def rollout(
     next_push = int(rng.integers(push_lo, push_hi + 1)) if dr.enabled else steps + 1
 
     heights, ref_heights, errors, penetrations, touching, pushes = [], [], [], [], [], []
-    fell_at = None
+    fell_at, diverged = None, False
     for k in range(steps):
         t = k * contract.control_dt
         if has_imu is not None:
@@ -130,6 +133,9 @@ def rollout(
             mujoco.mj_step(model, data)
             penetrations.append(foot_floor.deepest_penetration_of(data.contact))
             touching.append(foot_floor.touching_of(data.contact))
+        if simulation_diverged(data):  # MuJoCo reset it to an upright pose: no survival, and no metric of that state
+            fell_at, diverged = (k + 1) * contract.control_dt, True
+            break
         if on_frame is not None:
             on_frame(data, t)
         frame = (k + 1) % reference.num_frames
@@ -157,6 +163,7 @@ def rollout(
         tracking_error=np.mean(errors, axis=-1),
         domain=domain,
         pushes=tuple(pushes),
+        diverged=diverged,
     )
 
 

@@ -231,3 +231,77 @@ def test_eval_baseline_flag(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["baseline"] == "playback" and summary["motion"] == "squat"
     assert (out / "baseline_playback.onnx").is_file()
+
+
+def _stand_policy(tmp_path, robot, **contract_changes):
+    from bcg_robot.onnx_policy import OnnxPolicy
+
+    contract = PolicyContract.for_robot(robot, **contract_changes)
+    return OnnxPolicy.load(save_policy_onnx(tmp_path / "stand.onnx", contract, default_pose_weights(contract)), robot)
+
+
+def test_a_simulation_that_diverges_is_a_fall_and_its_reset_state_no_metric(tmp_path):
+    """MuJoCo resets a diverged simulation to its initial, upright pose: scored as survival
+    before, with the teleported standing pose in E_track and the height."""
+    from bcg_robot.model import build_model
+    from bcg_robot.paths import share_file
+    from bcg_train.evaluate.rollout import rollout
+    from bcg_train.motion.reference import load_reference_motion
+    from bcg_train.tasks.config import DomainRandomizationConfig
+
+    robot = load_robot_config()
+    reference = load_reference_motion(share_file("models/motions/stand.csv"), robot)
+    policy = _stand_policy(tmp_path, robot, motion_id="stand", motion_length_s=reference.length_s)
+    model = build_model(robot, "bridge")
+    calm = rollout(policy, model, robot, reference, 0, 0.5, DomainRandomizationConfig(enabled=False))
+    assert not calm.fell and not calm.diverged and len(calm.root_height) == 25
+
+    def blow_up(data, t):  # after the 10th control step: a joint at 1e12 rad/s
+        if abs(t - 0.18) < 1e-9:
+            data.qvel[6] = 1e12
+
+    result = rollout(policy, model, robot, reference, 0, 0.5, DomainRandomizationConfig(enabled=False), on_frame=blow_up)
+    assert result.fell and result.diverged and result.survived_s == pytest.approx(0.22)
+    assert len(result.root_height) == 10  # the 11th step's state was MuJoCo's reset pose: not measured
+
+
+def test_a_policy_without_a_motion_sees_phase_zero_as_on_the_robot(tmp_path):
+    """motion_length_s 0: the node holds the phase at 0; the rollout cycled it over the stand clip."""
+    from bcg_robot.model import build_model
+    from bcg_robot.paths import share_file
+    from bcg_train.evaluate.rollout import rollout
+    from bcg_train.motion.reference import load_reference_motion
+    from bcg_train.tasks.config import DomainRandomizationConfig
+
+    robot = load_robot_config()
+    reference = load_reference_motion(share_file("models/motions/stand.csv"), robot)
+    policy = _stand_policy(tmp_path, robot)
+    assert policy.contract.motion_length_s == 0
+    phases = []
+    run = policy.run
+    policy.run = lambda raw: (phases.append(float(raw["phase"][0])), run(raw))[1]
+    rollout(policy, build_model(robot, "bridge"), robot, reference, 0, 0.2, DomainRandomizationConfig(enabled=False))
+    assert len(phases) == 10 and set(phases) == {0.0}
+
+
+def test_eval_scores_against_the_clip_the_policy_trained_on(tmp_path, capsys):
+    """The clip and its frame rate come from the policy's own training config; a clip whose
+    length is not the policy's motion_length_s is refused (it was scored against silently)."""
+    import shutil
+
+    from bcg_robot.paths import share_file
+
+    policy = tmp_path / "g1_jump.onnx"
+    shutil.copy(share_file("models/g1_jump.onnx"), policy)
+    shutil.copy(share_file("models/g1_jump.train.yaml"), policy.with_suffix(".train.yaml"))
+    text = policy.with_suffix(".train.yaml").read_text()
+    assert "motion_fps: 30.0" in text
+    policy.with_suffix(".train.yaml").write_text(text.replace("motion_fps: 30.0", "motion_fps: 60.0"))
+    for duration, problem in (("0.1", "jump.csv: reference clip lasts 1.52 s, the policy was trained on one of 3.02 s "
+                                      "(its motion_length_s): not the clip it learned"),
+                              ("0.01", "--duration 0.01 s is shorter than one control step (0.02 s)")):
+        with pytest.raises(SystemExit) as exc:
+            eval_main([str(policy), "--seeds", "1", "--duration", duration, "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err.strip()
+        assert exc.value.code == 2 and err.startswith("bcg-eval: error: ") and err.endswith(problem) and "\n" not in err, err
+    assert not (tmp_path / "o").exists()
