@@ -15,7 +15,8 @@ the export.
 With ``--watch`` it runs beside ``bcg-train`` (started together: it waits up to
 ``WATCH_START_TIMEOUT_S`` for the run directory): it evaluates checkpoints as they appear and
 stops once the run has written its ``summary.json`` (the end of a run) and every due
-checkpoint is evaluated. Checkpoints already in the CSV are not evaluated again.
+checkpoint is evaluated. Checkpoints already in the CSV are not evaluated again, unless they
+were judged under other seeds, duration or ``--train-config`` (each row records them).
 
 ``--train-config`` judges every checkpoint under one training config's domain randomization
 and contact (bcg-eval's flag) instead of the run's own: a run trained under harsher
@@ -39,9 +40,13 @@ from bcg_train.evaluate import MAX_DURATION_S
 
 # flight_s: the mean over seeds of the longest time with both feet off the floor (s; bcg-eval's
 # longest_flight_s_mean), so a jump's hop and flight show in the table; blank in tables written before it
-CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm", "flight_s")
-_INT_FIELDS = ("iteration", "falls", "seeds")
-_OPTIONAL_FIELDS = ("flight_s",)  # added later: blank, or no column, in older tables
+# first_seed, duration_s, judged_with: what the row was judged under (a --train-config, or 'own': each
+# checkpoint's own config); a row judged under other settings than this run's is evaluated again
+CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm", "flight_s", "first_seed", "duration_s", "judged_with")
+_INT_FIELDS = ("iteration", "falls", "seeds", "first_seed")
+_STR_FIELDS = ("judged_with",)
+_OPTIONAL_FIELDS = ("flight_s", "first_seed", "duration_s", "judged_with")  # added later: blank, or no column, in older tables
+OWN_CONFIG = "own"
 # with --watch, how long to wait for bcg-train (started at the same time) to create the run directory
 WATCH_START_TIMEOUT_S = 600.0
 _CHECKPOINT = re.compile(r"^(\d{6})\.pkl$")
@@ -97,6 +102,9 @@ def _typed_row(path: Path, line: int, row: dict) -> dict:
         cell = row.get(k)
         if cell in (None, "") and k not in _OPTIONAL_FIELDS:  # a short row, or a blank cell
             raise BCGInputError(path, f"line {line}: column '{k}' is blank")
+        if k in _STR_FIELDS:
+            typed[k] = None if cell in (None, "") else cell
+            continue
         try:
             typed[k] = None if cell in (None, "") else (int(cell) if k in _INT_FIELDS else float(cell))
             if isinstance(typed[k], float) and not math.isfinite(typed[k]):  # an int is finite (isfinite overflows on 10**400)
@@ -118,6 +126,18 @@ def write_rows(path: Path, rows: list[dict]) -> None:
     partial.replace(path)
 
 
+def judging_settings(args) -> dict:
+    """What a row is judged under: the seeds, the rollout length and the training config."""
+    return {"seeds": args.seeds, "first_seed": args.first_seed, "duration_s": args.duration,
+            "judged_with": str(args.train_config) if args.train_config is not None else OWN_CONFIG}
+
+
+def judged_alike(row: dict, settings: dict) -> bool:
+    """The row was judged under ``settings`` (a row that did not record them was not)."""
+    return all(row.get(k) is not None and (abs(row[k] - v) <= 1e-9 if k == "duration_s" else row[k] == v)
+               for k, v in settings.items())
+
+
 def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
     from bcg_train.cli.evaluate import main as evaluate
     from bcg_train.cli.export import main as export
@@ -136,7 +156,8 @@ def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
     summary = json.loads((eval_dir / "summary.json").read_text())
     return {"iteration": iteration, "falls": summary["falls"], "seeds": summary["seeds"],
             "e_track_cm": round(summary["tracking_error_cm_mean"], 3), "root_z_cm": round(summary["root_height_error_cm"]["mean"], 3),
-            "flight_s": None if summary.get("longest_flight_s_mean") is None else round(summary["longest_flight_s_mean"], 4)}
+            "flight_s": None if summary.get("longest_flight_s_mean") is None else round(summary["longest_flight_s_mean"], 4),
+            **{k: v for k, v in judging_settings(args).items() if k != "seeds"}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
         check_output_files(out, ("best.json",), "the run's select/ folder")  # written after every evaluation
         table = out / "checkpoints.csv"
         rows = read_rows(table)
+        settings = judging_settings(args)
+        alike = [r for r in rows if judged_alike(r, settings)]
+        if len(alike) < len(rows):  # best.json names one set of conditions, and every row must have been judged under it
+            print(f"bcg-select-checkpoint: {len(rows) - len(alike)} row(s) of {table} were judged under other seeds, duration "
+                  f"or config (or did not record them): evaluated again", flush=True)
+        rows = alike
         while True:
             summary = args.run_dir / "summary.json"
             finished = summary.is_file() and summary.stat().st_mtime >= started

@@ -38,10 +38,15 @@ def test_best_is_fewest_falls_then_lowest_error_then_earliest():
 def test_read_rows_types_and_a_table_from_before_the_flight_column(tmp_path):
     table = tmp_path / "checkpoints.csv"
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm,flight_s\n50,4,20,1.25,0.5,0.125\n100,2,20,1.0,0.4,\n")
-    assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5, "flight_s": 0.125},
-                                {"iteration": 100, "falls": 2, "seeds": 20, "e_track_cm": 1.0, "root_z_cm": 0.4, "flight_s": None}]
+    unrecorded = {"first_seed": None, "duration_s": None, "judged_with": None}  # tables from before those columns
+    assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5, "flight_s": 0.125, **unrecorded},
+                                {"iteration": 100, "falls": 2, "seeds": 20, "e_track_cm": 1.0, "root_z_cm": 0.4, "flight_s": None, **unrecorded}]
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,4,20,1.25,0.5\n")  # written before flight_s
-    assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5, "flight_s": None}]
+    assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5, "flight_s": None, **unrecorded}]
+    table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm,flight_s,first_seed,duration_s,judged_with\n"
+                     "50,4,20,1.25,0.5,,100,8.0,own\n")
+    assert read_rows(table)[0] | {} == {"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5,
+                                        "flight_s": None, "first_seed": 100, "duration_s": 8.0, "judged_with": "own"}
     assert read_rows(tmp_path / "missing.csv") == []
 
 
@@ -61,9 +66,10 @@ def test_a_table_cell_that_is_not_a_number_is_an_input_error_naming_the_file(tmp
         read_rows(table)
 
 
-def test_an_older_table_gains_the_flight_column_and_keeps_its_rows(tmp_path, monkeypatch):
-    """A run resumed under a table written before ``flight_s``: the table is rewritten with the new
-    header, the old rows blank in it, the new row with the flight bcg-eval measured."""
+def test_an_older_table_gains_the_new_columns_and_its_unrecorded_rows_are_judged_again(tmp_path, monkeypatch):
+    """A run resumed under a table written before ``flight_s`` and the judging columns: the table is
+    rewritten with the new header; a row that did not record what it was judged under is evaluated
+    again (best.json names one set of conditions for every row)."""
     import bcg_train.cli.evaluate as evaluate_cli
     import bcg_train.cli.export as export_cli
 
@@ -86,7 +92,8 @@ def test_an_older_table_gains_the_flight_column_and_keeps_its_rows(tmp_path, mon
     monkeypatch.setattr(evaluate_cli, "main", fake_eval)
     assert main([str(run)]) == 0
     lines = table.read_text().splitlines()
-    assert lines == ["iteration,falls,seeds,e_track_cm,root_z_cm,flight_s", "50,4,20,1.25,0.5,", "100,1,20,2.0,1.0,0.097"]
+    assert lines == ["iteration,falls,seeds,e_track_cm,root_z_cm,flight_s,first_seed,duration_s,judged_with",
+                     "50,1,20,2.0,1.0,0.097,0,8.0,own", "100,1,20,2.0,1.0,0.097,0,8.0,own"]
     assert not list((run / "select").glob("*.tmp"))
     assert json.loads((run / "select" / "best.json").read_text())["flight_s"] == 0.097
 
@@ -174,7 +181,7 @@ def test_judging_config_reaches_every_evaluation_and_best_json(tmp_path, monkeyp
     def fake_eval(argv):
         calls.append(argv)
         out = Path(argv[argv.index("--out") + 1])
-        out.mkdir(parents=True)
+        out.mkdir(parents=True, exist_ok=True)  # bcg-eval writes into an existing folder too
         falls = 3 if "it000050" in out.name else 1
         (out / "summary.json").write_text(json.dumps({"falls": falls, "seeds": 20, "tracking_error_cm_mean": 1.0,
                                                       "root_height_error_cm": {"mean": 1.0}}))
@@ -195,6 +202,17 @@ def test_judging_config_reaches_every_evaluation_and_best_json(tmp_path, monkeyp
     assert main([str(run)]) == 0
     assert len(calls) == 2 and not any("--train-config" in c for c in calls)
     assert json.loads((run / "select" / "best.json").read_text())["judged_with"] == "each checkpoint's own config"
+
+    # run again under other seeds or another judging config, with the table kept: every row is
+    # judged again (they were reused, and best.json named settings they were not judged under)
+    for extra in (["--first-seed", "100", "--seeds", "50"], ["--train-config", str(judge)], []):
+        calls.clear()
+        assert main([str(run), *extra]) == 0
+        assert len(calls) == 2, extra
+        rows = read_rows(run / "select" / "checkpoints.csv")
+        assert all(r["first_seed"] == (100 if extra[:1] == ["--first-seed"] else 0) for r in rows)
+    calls.clear()
+    assert main([str(run)]) == 0 and calls == []  # the same settings: nothing to judge again
 
 
 @pytest.mark.parametrize("blocker", ["select", "select/checkpoints.csv", "select/best.json"])
