@@ -156,14 +156,10 @@ class PolicyContract:
                 )
         if abs(self.control_dt - robot.control_dt) > CONTROL_DT_TOLERANCE:
             raise ContractError(source, f"policy control_dt {self.control_dt} s != robot control_dt {robot.control_dt} s")
-        q0 = np.asarray(self.default_pose)
-        outside = np.flatnonzero((q0 < robot.lower) | (q0 > robot.upper))
-        if outside.size:
-            j = outside[0]
-            raise ContractError(source, f"policy default pose of '{robot.joint_names[j]}' ({q0[j]}) is outside the joint limits")
         # the pose the node ramps to and holds, and the policy's observation is taken around: the
-        # robot config's, which the trainer exported (a metadata edit with action_offset
-        # 'reference' has no graph-side check, onnx_policy._check_offset_and_scale)
+        # robot config's (inside the joint limits), which the trainer exported (a metadata edit with
+        # action_offset 'reference' has no graph-side check, onnx_policy._check_offset_and_scale)
+        q0 = np.asarray(self.default_pose)
         moved = np.flatnonzero(np.abs(q0 - robot.default_pose) > DEFAULT_POSE_TOLERANCE)
         if moved.size:
             j = moved[0]

@@ -33,8 +33,7 @@ class TargetLimits:
 
     @classmethod
     def for_robot(cls, robot: RobotConfig, config: SafetyConfig) -> "TargetLimits":
-        config.check_against(robot)  # the soft limits hold the default pose
-        lower, upper = config.soft_limits(robot)
+        lower, upper = config.soft_limits(robot)  # that they hold the default pose: SafetyConfig.check_against
         return cls(lower, upper, config.max_target_step, robot.effort * config.torque_fraction)
 
 

@@ -132,16 +132,18 @@ def main(argv: list[str] | None = None) -> int:
         contract = policy.contract
         if args.train_config is not None and not args.train_config.is_file():
             raise ContractError(args.train_config, "no such training config (--train-config)")
-        train_yaml = args.train_config or args.policy.with_suffix(".train.yaml")
-        cfg = load_train_config(train_yaml) if train_yaml.is_file() else TrainConfig()  # `extends` chains resolved, as in bcg-train
+        # the policy's own training config, written beside it by bcg-export (None: not there)
+        own_yaml = args.policy.with_suffix(".train.yaml")
+        own_cfg = load_train_config(own_yaml) if own_yaml.is_file() else None  # `extends` chains resolved, as in bcg-train
+        train_yaml = args.train_config or own_yaml
+        cfg = load_train_config(args.train_config) if args.train_config is not None else own_cfg or TrainConfig()
         dr = cfg.task.domain if not args.no_dr else type(cfg.task.domain)(enabled=False)
         if args.duration < contract.control_dt:  # no control step: 0 falls and NaN figures
             raise ContractError(args.policy, f"--duration {args.duration:g} s is shorter than one control step "
                                              f"({contract.control_dt:g} s)")
-        # the clip the policy trained on, at the rate it was read at: its own training config's
-        # (written beside it by bcg-export), else the shipped clip of its motion id at 30 fps
-        own_yaml = args.policy.with_suffix(".train.yaml")
-        own = load_train_config(own_yaml).task if own_yaml.is_file() else None
+        # the clip the policy trained on, at the rate it was read at: its own training config's,
+        # else the shipped clip of its motion id at 30 fps
+        own = own_cfg.task if own_cfg is not None else None
         motion = args.motion or (resolve_share_path(own.motion) if own is not None
                                  else share_file(f"models/motions/{contract.motion_id}.csv"))
         if contract.motion_id == "default_pose" and args.motion is None and own is None:

@@ -213,7 +213,7 @@ def test_target_shaping_clamps_limits_rate_and_torque(robot):
     step = shape_targets(q0 + 1.0, q0, q0, np.zeros_like(q0), np.zeros_like(kp), kd, limits)
     assert np.allclose(np.abs(step.targets - q0), np.minimum(0.2, np.abs(np.clip(q0 + 1.0, limits.soft_lower, limits.soft_upper) - q0)))
     with pytest.raises(ConfigError, match="joint_limit_margin"):
-        TargetLimits.for_robot(robot, SafetyConfig(joint_limit_margin=0.5))
+        SafetyConfig(joint_limit_margin=0.5).check_against(robot)
 
 
 def test_shaping_is_counted_per_stage_over_the_policy_ticks_only(robot):
