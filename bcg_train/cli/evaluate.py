@@ -24,7 +24,7 @@ from bcg_robot.metrics import FALL_HEIGHT_M
 from bcg_robot.errors import ContractError, exit_on_input_error
 from bcg_robot.gif import write_gif
 from bcg_robot.model import build_model
-from bcg_train.evaluate import MAX_DURATION_S
+from bcg_train.evaluate import MAX_DURATION_S, REPORT_FIRST_SEED, SELECTION_FIRST_SEED
 
 # what bcg-eval writes into its output folder (a folder in the place of one is refused before the rollouts)
 OUTPUT_FILES = ("eval.png", "summary.json")
@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-eval", description=__doc__.splitlines()[0])
     parser.add_argument("policy", type=Path, help="ONNX policy exported by bcg-export")
     parser.add_argument("--seeds", type=positive_int, default=5, help="number of rollouts (seeds first-seed, first-seed + 1, ...)")
-    parser.add_argument("--first-seed", type=nonnegative_int, default=0, help="first seed; choose checkpoints on one range, report on another")
+    parser.add_argument("--first-seed", type=nonnegative_int, default=REPORT_FIRST_SEED,
+                        help=f"first seed (default {REPORT_FIRST_SEED}: held out from bcg-select-checkpoint's default "
+                             f"selection seeds {SELECTION_FIRST_SEED}..)")
     parser.add_argument("--duration", type=positive_float_at_most(MAX_DURATION_S), default=10.0,
                         help=f"seconds per rollout (at most {MAX_DURATION_S:g})")
     parser.add_argument("--motion", type=Path, default=None, help="reference CSV (default: models/motions/<motion id>.csv)")

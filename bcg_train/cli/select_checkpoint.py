@@ -36,7 +36,7 @@ from pathlib import Path
 from bcg_robot.cli.arguments import nonnegative_int, positive_float, positive_float_at_most, positive_int
 from bcg_robot.errors import BCGInputError, ContractError, exit_on_input_error
 from bcg_robot.paths import check_output_files, output_dir
-from bcg_train.evaluate import MAX_DURATION_S
+from bcg_train.evaluate import MAX_DURATION_S, REPORT_FIRST_SEED, SELECTION_FIRST_SEED
 
 # flight_s: the mean over seeds of the longest time with both feet off the floor (s; bcg-eval's
 # longest_flight_s_mean), so a jump's hop and flight show in the table; blank in tables written before it
@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="a bcg-train run directory (with checkpoints/), or a bcg-benchmark PPO run (with policies/)")
     parser.add_argument("--every", type=positive_int, default=50, help="evaluate checkpoints whose iteration is a multiple of this")
     parser.add_argument("--seeds", type=positive_int, default=20, help="selection seeds per checkpoint")
-    parser.add_argument("--first-seed", type=nonnegative_int, default=0, help="first selection seed (report on other seeds)")
+    parser.add_argument("--first-seed", type=nonnegative_int, default=SELECTION_FIRST_SEED,
+                        help=f"first selection seed (bcg-eval reports from seed {REPORT_FIRST_SEED} on by default)")
     parser.add_argument("--duration", type=positive_float_at_most(MAX_DURATION_S), default=8.0,
                         help=f"seconds per rollout (at most {MAX_DURATION_S:g})")
     parser.add_argument("--watch", action="store_true", help="follow a running bcg-train until it writes summary.json")
