@@ -37,6 +37,19 @@ def nonnegative_float(text: str) -> float:
     return value
 
 
+def nonnegative_float_at_most(limit: float):
+    """A :func:`nonnegative_float` validator that also refuses values above ``limit`` (a run length
+    whose 0 means "the default": ``--run-seconds 1e308`` was an OverflowError after the processes had started)."""
+
+    def validate(text: str) -> float:
+        value = nonnegative_float(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit:g}, got {text!r}")
+        return value
+
+    return validate
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1 (a count)."""
     value = _number(text, int)

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from bcg_robot.cli.arguments import dds_domain, nonnegative_float, positive_float, positive_int
+from bcg_robot.cli.arguments import (dds_domain, nonnegative_float, nonnegative_float_at_most, positive_float,
+                                     positive_float_at_most, positive_int)
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import BCGInputError, ConfigError, ContractError, exit_on_input_error
@@ -39,6 +40,13 @@ from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, INTERFACES, load_bridge
 from bcg_sim_bridge.policies import resolve_policies
 from bcg_sim_bridge.sim2sim.analysis import DEFAULT_POSE_REFERENCE, RunReference
 from bcg_sim_bridge.sim2sim.scenarios import FAULTS, SCENARIOS
+
+
+# bounds of the run lengths: past them a value is a typo (--run-seconds 1e308 was an OverflowError
+# in the run's wait, after bridge and node had started; --soak 1e308 a run with no end)
+MAX_RUN_S = 3600.0
+MAX_SOAK_S = 7 * 24 * 3600.0
+MAX_DROPOUT_MS = 60_000.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,8 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fault", action="append", choices=(*FAULTS, "all"), default=[],
                    help="fault-injection scenario (repeatable; 'all' = every one)")
     p.add_argument("--no-nominal", action="store_true", help="only the fault scenarios")
-    p.add_argument("--run-seconds", type=nonnegative_float, default=0.0, help="RUN time of the nominal run (default: motion length or 4 s)")
-    p.add_argument("--dropout-ms", type=positive_float, default=300.0)
+    p.add_argument("--run-seconds", type=nonnegative_float_at_most(MAX_RUN_S), default=0.0,
+                   help=f"RUN time of the nominal run (default: motion length or 4 s; at most {MAX_RUN_S:g})")
+    p.add_argument("--dropout-ms", type=positive_float_at_most(MAX_DROPOUT_MS), default=300.0,
+                   help=f"length of the state dropout and CRC faults (at most {MAX_DROPOUT_MS:g} ms)")
     p.add_argument("--push-force", type=positive_float, default=500.0, help="N, for 0.2 s on the pelvis")
     p.add_argument("--physics-hz", type=float, default=500.0, choices=(500.0, 1000.0))
     p.add_argument("--out", default="", help="report folder (default runs/sim2sim/<time>)")
@@ -73,9 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "overloaded machine), by a harness error or by a bridge that ran below 0.9x real time, up to "
                         "this many times in all; spoiled attempts stay in the report")
     p.add_argument("--ros-domain", type=dds_domain, default=-1, help="ROS_DOMAIN_ID for the run (default: env or random)")
-    p.add_argument("--soak", type=nonnegative_float, default=0.0, metavar="SECONDS",
+    p.add_argument("--soak", type=nonnegative_float_at_most(MAX_SOAK_S), default=0.0, metavar="SECONDS",
                    help="instead of the scenarios: run the policy this long per interface and report missed deadlines, "
-                        "trips, memory growth and CPU (soak.md / soak.json)")
+                        f"trips, memory growth and CPU (soak.md / soak.json; at most {MAX_SOAK_S:g} s, a week)")
     return p
 
 

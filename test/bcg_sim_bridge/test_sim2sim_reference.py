@@ -246,6 +246,9 @@ def test_a_stale_limit_past_the_sentinel_timeout_gets_a_sentinel_that_waits_long
     ("--soak", "-1", "must be a finite number >= 0"), ("--stale-periods", "nan", "must be a finite number >= 0"),
     ("--dropout-ms", "-5", "must be a finite number > 0"), ("--push-force", "nan", "must be a finite number > 0"),
     ("--attempts", "-3", "must be an integer >= 1"), ("--ros-domain", "999", "must be a DDS domain id 0-232"),
+    # lengths past any sensible run: --run-seconds 1e308 was an OverflowError after bridge and node had started
+    ("--run-seconds", "1e308", "must be at most 3600"), ("--soak", "1e308", "must be at most 604800"),
+    ("--dropout-ms", "1e9", "must be at most 60000"),
 ])
 def test_a_duration_force_count_or_domain_that_makes_no_sense_is_refused_by_the_parser(option, value, problem, capsys):
     """These went through to the run (a negative dropout, a NaN push, a domain no DDS has); --soak and
