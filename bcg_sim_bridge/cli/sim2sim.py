@@ -79,8 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="niceness of bridge, node and sentinel; < 0 puts them ahead of batch jobs on a shared machine "
                         "(needs CAP_SYS_NICE, as real-time priority does on a robot PC)")
     p.add_argument("--attempts", type=positive_int, default=1,
-                   help="re-run a scenario spoiled by a watchdog trip BEFORE its injection (e.g. stale state on an "
-                        "overloaded machine), by a harness error or by a bridge that ran below 0.9x real time, up to "
+                   help="re-run a scenario spoiled by a load watchdog's trip BEFORE its injection (stale state, a stalled "
+                        "tick or loop, a late sentinel heartbeat: an overloaded machine; any other early trip fails "
+                        "the scenario), by a harness error or by a bridge that ran below 0.9x real time, up to "
                         "this many times in all; spoiled attempts stay in the report")
     p.add_argument("--ros-domain", type=dds_domain, default=-1, help="ROS_DOMAIN_ID for the run (default: env or random)")
     p.add_argument("--soak", type=nonnegative_float_at_most(MAX_SOAK_S), default=0.0, metavar="SECONDS",

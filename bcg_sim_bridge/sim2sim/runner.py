@@ -80,16 +80,41 @@ def passive_reason(node_log: str) -> str:
     return held[-1].split(api.PASSIVE_HELD_LOG, 1)[1].strip() if held else ""
 
 
+# The trips a machine too loaded to run the rig in real time causes before any injection: the
+# state or the sentinel's heartbeat came late, the node or the bridge was descheduled. An attempt
+# whose early trips are all of these kinds is retried (spoiled_by_load). Any other trip before
+# the injection (tilt, joint velocity, a non-finite action, in the RUN or in HOLD) is the
+# policy's or the safety layer's doing: it fails the scenario and is never retried, or a policy
+# that tripped in two attempts of three would pass on the third.
+# A sentinel that took over before the injection did so because the node's heartbeat came late
+# (nothing kills the node before then): its damping is a second writer on the motors, and the
+# node's foreign_commander trip that follows is load too.
+LOAD_FAULT_KINDS = ("stale_state", "tick_stalled", "loop_stalled", "sentinel_missing")
+
+
+def spoiled_by_load(early_trips: list[str], sentinel_took_over: bool = False) -> bool:
+    """Whether the node's trips before the injection (``"<kind>: <message>"``) are all load trips."""
+    load = LOAD_FAULT_KINDS + (("foreign_commander",) if sentinel_took_over else ())
+    return bool(early_trips) and all(_fault_reason(text) in load for text in early_trips)
+
+
+def passive_reason_of(nodes: dict) -> str:
+    """:func:`passive_reason` from the policy node's log (its role in the process group is
+    "policy": looking it up as "node" found nothing, and every retry said "no reason")."""
+    node = nodes.get("policy")
+    return passive_reason(node.log_tail(200)) if node is not None else ""
+
+
 def retry_reason(result: dict) -> str:
     """Why an attempt says nothing about the policy or its safety layer ('' when it does):
-    a watchdog tripped before the injection, the test rig failed, or the bridge ran
-    below real time. A passed attempt is never retried."""
+    only load watchdogs (LOAD_FAULT_KINDS) tripped before the injection, the test rig failed,
+    or the bridge ran below real time. A passed attempt is never retried."""
     if result.get("passed"):
         return ""
     if result.get("harness_error"):
         return result["harness_error"]
     if result.get("spoiled_before_injection"):
-        return "a watchdog tripped before the injection"
+        return f"a load watchdog tripped before the injection ({'; '.join(result.get('early_trips', []))})"
     if result.get("stayed_passive"):
         # seen once under load over unitree_sdk: the sentinel WATCHING for 20 s, the node never heard it;
         # a defect would stay PASSIVE in every attempt and fail the scenario all the same
@@ -170,10 +195,14 @@ def start_up(opts: RunOptions, driver: Sim2SimDriver, marks: dict[str, float]) -
     marks["hold"] = time.monotonic()
     marks["release"] = driver.set_band(False)
     _pause(opts.settle_s)
+    # the time of the request, not of the reply: the node runs (and may trip, as the nan
+    # scenario's policy does on its first tick) before the reply has come back through the
+    # driver's executor, and a trip dated before "run" would not count as the RUN's
+    requested = time.monotonic()
     ok, message = driver.operator("run")
     if not ok:
         raise DriverError(f"operator RUN refused: {message}")
-    marks["run"] = time.monotonic()
+    marks["run"] = requested
 
 
 def _scenario_probe(opts: RunOptions, name: str, interface: str, group: ProcessGroup, scen_dir: Path) -> subprocess.Popen | None:
@@ -230,9 +259,24 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
     return extra
 
 
-def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: int = 0) -> dict:
+# what an attempt's processes write into its folder and the verdict reads back: a file left by an
+# earlier run in the same --out would be read as this attempt's if this one's bridge or probe died
+# before writing its own (an old bridge log has no row in this attempt's windows, and its
+# scenario passed with nothing measured)
+ATTEMPT_OUTPUTS = ("bridge_log.npz", "probe.json")
+
+
+def attempt_dir(opts: RunOptions, scenario: Scenario, interface: str, attempt: int) -> Path:
+    """The attempt's folder, made, with no output of an earlier run in it."""
     scen_dir = opts.out_dir / f"{interface}_{scenario.name}" / f"attempt{attempt}"
     scen_dir.mkdir(parents=True, exist_ok=True)
+    for name in ATTEMPT_OUTPUTS:
+        (scen_dir / name).unlink(missing_ok=True)
+    return scen_dir
+
+
+def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: int = 0) -> dict:
+    scen_dir = attempt_dir(opts, scenario, interface, attempt)
     log_path = scen_dir / "bridge_log.npz"
     policy = nan_policy(opts.robot, scen_dir / "nan_policy.onnx") if scenario.name == "nan" else opts.policy
     specs = sim2sim_nodes(
@@ -266,16 +310,17 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     harness_error = (extra.get("probe") or {}).get("harness_error", "")
     cutoff = marks.get("stop" if scenario.name == "none" else "fault", np.inf)
     early_trips = [e.text for e in events if e.source == "node_fault" and e.t < cutoff - 1e-3]
+    early_takeover = any(e.source == "sentinel" and e.text == "TAKEN_OVER" and e.t < cutoff - 1e-3 for e in events)
     result = {
         "scenario": scenario.name, "interface": interface, "attempt": attempt,
-        "spoiled_before_injection": bool(early_trips), "early_trips": early_trips,
+        "spoiled_before_injection": spoiled_by_load(early_trips, early_takeover), "early_trips": early_trips,
         "stayed_passive": "hold" not in marks and final_node_state == "PASSIVE", "injects": scenario.injects, "expected": scenario.expected,
         "error": error, "harness_error": harness_error, "exit_codes": exit_codes, "cpu_share": cpu_share, "machine_cpu": machine, "load_average": os.getloadavg()[0], "final_node_state": final_node_state,
         "final_sentinel_state": final_sentinel, "log_dir": str(scen_dir), **extra,
         "timeline": [{"t": round(e.t - marks["start"], 4), "source": e.source, "text": e.text} for e in events],
     }
     if result["stayed_passive"]:
-        result["passive_reason"] = passive_reason(group.nodes["node"].log_tail(200) if "node" in group.nodes else "")
+        result["passive_reason"] = passive_reason_of(group.nodes)
     if error or not log_path.is_file():
         result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
     if not log_path.is_file():
@@ -302,8 +347,9 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
     t_run, t_fault = marks.get("run"), marks.get("fault")
     t_release = marks.get("release", log.wall_time[0])
     trips = [e for e in events if e.source == "node_fault" and t_run is not None and e.t >= t_run]
-    unexpected_early = [e.text for e in trips if t_fault is not None and e.t < t_fault - 1e-3
-                        or t_fault is None and scenario.name != "none" and e.t < marks.get("observed", np.inf)]
+    # trips in the RUN before what should cause one: the injection, or the operator's stop in the nominal run
+    expected_from = t_fault if t_fault is not None else marks.get("stop" if scenario.name == "none" else "observed", np.inf)
+    unexpected_early = [e.text for e in trips if e.t < expected_from - 1e-3]
     t_from = t_fault if t_fault is not None else marks.get("stop")
     damp_at = analysis.first_damping_after(log, t_from) if t_from is not None else None
     policy_end = analysis.first_damping_after(log, t_release) or float(log.wall_time[-1]) + 1

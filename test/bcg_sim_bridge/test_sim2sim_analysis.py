@@ -43,6 +43,16 @@ def test_an_attempt_is_retried_only_when_it_says_nothing_about_the_safety_layer(
     assert retry_reason({"passed": False, **real_time}) == ""  # a real failure is reported, not retried
     assert retry_reason({"passed": True, "spoiled_before_injection": True}) == ""
     assert "before the injection" in retry_reason({"passed": False, "spoiled_before_injection": True, **real_time})
+    # a trip before the injection that no load causes is the policy's or the safety layer's: reported, never
+    # retried (it was, and a policy that tripped in two attempts of three passed on the third)
+    from bcg_sim_bridge.sim2sim.runner import spoiled_by_load
+
+    assert spoiled_by_load(["stale_state: no state for 62 ms", "sentinel_missing: heartbeat silent for 130 ms"])
+    assert not spoiled_by_load([]) and not spoiled_by_load(["tilt: 0.9 rad"])
+    assert not spoiled_by_load(["stale_state: no state for 62 ms", "joint_velocity: left_knee 40 rad/s"])
+    # the sentinel's damping after a late heartbeat (load) is a second writer: the node's trip on it is load too
+    assert spoiled_by_load(["foreign_commander: writer 7 on rt/lowcmd"], sentinel_took_over=True)
+    assert not spoiled_by_load(["foreign_commander: writer 7 on rt/lowcmd"])
     assert retry_reason({"passed": False, "harness_error": "probe did not finish"}) == "probe did not finish"
     slow = retry_reason({"passed": False, "bridge_timing_ms": {"realtime_factor": 0.71}})
     assert "0.71x real time" in slow and "overloaded" in slow
@@ -65,6 +75,15 @@ def test_a_node_that_stayed_passive_is_reported_with_the_faults_its_log_last_nam
     reason = retry_reason({"passed": False, "stayed_passive": True, "passive_reason": why})
     assert f"never left PASSIVE ({why})" in reason
     assert "its log gives no reason" in retry_reason({"passed": False, "stayed_passive": True, "passive_reason": ""})
+    # read from the policy node's log: the process group knows it by its role, "policy"
+    from types import SimpleNamespace
+
+    from bcg_policy_node.bringup import policy_node_spec
+    from bcg_sim_bridge.sim2sim.runner import passive_reason_of
+
+    role = policy_node_spec("ros2", "p.onnx", "robot.yaml", 1, "lo", False).role  # the key ProcessGroup gives it
+    assert passive_reason_of({role: SimpleNamespace(log_tail=lambda lines: log)}) == why
+    assert passive_reason_of({"bridge": SimpleNamespace(log_tail=lambda lines: log)}) == ""
 
 
 def test_machine_cpu_use_reads_busy_and_stolen_shares_from_proc_stat(tmp_path):
@@ -80,3 +99,22 @@ def test_machine_cpu_use_reads_busy_and_stolen_shares_from_proc_stat(tmp_path):
     assert machine_cpu_times(str(tmp_path / "missing")) is None and machine_cpu_use(None, before) == {}
     real = machine_cpu_times()
     assert real is None or len(real) == 8
+
+
+def test_an_attempt_folder_holds_no_output_of_an_earlier_run(tmp_path):
+    """With --out reused, a bridge or probe that died before writing its own file left the
+    earlier run's in place, and the verdict read it as this attempt's: an old bridge log has
+    no row in this attempt's windows, so the scenario passed with nothing measured."""
+    from bcg_robot.config import load_robot_config
+    from bcg_sim_bridge.sim2sim.runner import ATTEMPT_OUTPUTS, RunOptions, attempt_dir
+    from bcg_sim_bridge.sim2sim.scenarios import SCENARIOS
+
+    opts = RunOptions(robot=load_robot_config(), robot_config="", policy=tmp_path / "p.onnx", policy_origin="test",
+                      out_dir=tmp_path, ros_domain=1, sdk_domain=2)
+    first = attempt_dir(opts, SCENARIOS["dropout"], "ros2", 0)
+    for name in ATTEMPT_OUTPUTS:
+        (first / name).write_text("an earlier run's\n")
+    (first / "notes.txt").write_text("kept\n")
+    again = attempt_dir(opts, SCENARIOS["dropout"], "ros2", 0)
+    assert again == first and set(ATTEMPT_OUTPUTS) == {"bridge_log.npz", "probe.json"}
+    assert not any((again / name).exists() for name in ATTEMPT_OUTPUTS) and (again / "notes.txt").is_file()

@@ -163,7 +163,7 @@ def test_an_out_that_is_a_file_is_exit_2_before_anything_starts(tmp_path):
 
 
 def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_rate=1.0,
-                     trip="operator_stop: operator stop") -> dict:
+                     trip="operator_stop: operator stop", trip_at=None) -> dict:
     """``runner._analyse`` on a saved and loaded bridge log of a nominal run that stood and was
     stopped, with one thing changed: the simulation diverged, the band stayed engaged, the
     bridge counted refused commands, or it simulated ``sim_rate`` seconds per wall second."""
@@ -190,7 +190,7 @@ def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_ra
     assert log.diverged is diverged
     opts = RunOptions(robot=ROBOT, robot_config="", policy=tmp_path / "p.onnx", policy_origin="test", out_dir=tmp_path,
                       ros_domain=1, sdk_domain=1)
-    events = [TimelineEvent(t_stop + 0.01, "node_fault", trip)]
+    events = [TimelineEvent(t_stop + 0.01 if trip_at is None else trip_at, "node_fault", trip)]
     return _analyse(opts, SCENARIOS["none"], log, events, [], {"start": 0.0, "release": 0.2, "run": 0.5, "stop": t_stop}, {}, "")
 
 
@@ -222,6 +222,10 @@ def test_a_nominal_run_passes_only_when_the_robot_ran_the_policy_on_its_own_in_r
     assert not slow["passed"] and "0.70x real time while the policy was in charge" in slow["harness_error"]
     assert slow["bridge_timing_ms"]["realtime_factor_whole_run"] == pytest.approx(1.0)
     assert "0.70x real time" in retry_reason(slow)
+    # the policy tripped a watchdog in the RUN before the operator's stop: a failure, and the report says
+    # which trip (it said "no trip; motors damping")
+    tilted = _nominal_verdict(tmp_path, trip="tilt: pelvis tilted 0.9 rad", trip_at=1.0)
+    assert not tilted["passed"] and tilted["unexpected_trips"] == ["tilt: pelvis tilted 0.9 rad"], tilted["observed"]
 
 
 def test_a_stale_limit_past_the_sentinel_timeout_gets_a_sentinel_that_waits_longer(tmp_path):
