@@ -66,6 +66,18 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
+def integer_in(low: int, high: int):
+    """An integer validator for ``low``..``high`` inclusive (a niceness)."""
+
+    def validate(text: str) -> int:
+        value = _number(text, int)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer {low}..{high}, got {text!r}")
+        return value
+
+    return validate
+
+
 DDS_DOMAINS = range(0, 233)  # DDS domain ids (ROS 2 and the Unitree SDK's Cyclone DDS)
 
 

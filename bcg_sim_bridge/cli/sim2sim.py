@@ -23,13 +23,14 @@ import argparse
 import dataclasses
 import os
 import random
+import resource
 import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
 
-from bcg_robot.cli.arguments import (dds_domain, nonnegative_float, nonnegative_float_at_most, positive_float,
-                                     positive_float_at_most, positive_int)
+from bcg_robot.cli.arguments import (DDS_DOMAINS, dds_domain, integer_in, nonnegative_float, nonnegative_float_at_most,
+                                     positive_float, positive_float_at_most, positive_int)
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import BCGInputError, ConfigError, ContractError, exit_on_input_error
@@ -46,7 +47,17 @@ from bcg_sim_bridge.sim2sim.scenarios import FAULTS, SCENARIOS
 # in the run's wait, after bridge and node had started; --soak 1e308 a run with no end)
 MAX_RUN_S = 3600.0
 MAX_SOAK_S = 7 * 24 * 3600.0
+# memory is sampled once a second and its growth needs ten samples after the warm-up: a shorter
+# soak failed with no reason given
+MIN_SOAK_S = 30.0
 MAX_DROPOUT_MS = 60_000.0
+
+
+def _soak_seconds(text: str) -> float:
+    value = nonnegative_float_at_most(MAX_SOAK_S)(text)
+    if 0 < value < MIN_SOAK_S:
+        raise argparse.ArgumentTypeError(f"must be 0 (no soak) or at least {MIN_SOAK_S:g} s, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--safety-config", default="", help="the node's safety config (default: config/safety.yaml)")
     p.add_argument("--stale-periods", type=nonnegative_float, default=0.0,
                    help="override the safety config's stale_periods for this run (0: keep it); the report says so")
-    p.add_argument("--nice", type=int, default=0,
+    p.add_argument("--nice", type=integer_in(-20, 19), default=0,
                    help="niceness of bridge, node and sentinel; < 0 puts them ahead of batch jobs on a shared machine "
                         "(needs CAP_SYS_NICE, as real-time priority does on a robot PC)")
     p.add_argument("--attempts", type=positive_int, default=1,
@@ -84,9 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the scenario), by a harness error or by a bridge that ran below 0.9x real time, up to "
                         "this many times in all; spoiled attempts stay in the report")
     p.add_argument("--ros-domain", type=dds_domain, default=-1, help="ROS_DOMAIN_ID for the run (default: env or random)")
-    p.add_argument("--soak", type=nonnegative_float_at_most(MAX_SOAK_S), default=0.0, metavar="SECONDS",
+    p.add_argument("--soak", type=_soak_seconds, default=0.0, metavar="SECONDS",
                    help="instead of the scenarios: run the policy this long per interface and report missed deadlines, "
-                        f"trips, memory growth and CPU (soak.md / soak.json; at most {MAX_SOAK_S:g} s, a week)")
+                        f"trips, memory growth and CPU (soak.md / soak.json; {MIN_SOAK_S:g} s to {MAX_SOAK_S:g} s, a week)")
     return p
 
 
@@ -98,7 +109,29 @@ def _domains(requested: int) -> tuple[int, int]:
             requested = dds_domain(env) if env else random.randrange(1, 100)
         except argparse.ArgumentTypeError as err:  # was int()'s traceback
             raise BCGInputError("ROS_DOMAIN_ID (environment)", str(err)) from None
-    return requested, (requested + 1) % 233  # the SDK's Cyclone DDS domain, next to the ROS one
+    # the SDK's Cyclone DDS domain, next to the ROS one (below it at the top of the range: wrapping
+    # 232 round to 0 put the rig on the real robot's domain)
+    return requested, requested + 1 if requested + 1 in DDS_DOMAINS else requested - 1
+
+
+CAP_SYS_NICE = 23  # linux/capability.h
+
+
+def may_set_niceness(nice: int, effective_caps: int, rlimit_nice: int) -> bool:
+    """Whether a process may set its niceness to ``nice`` (Linux, sched(7)): raising it always;
+    lowering it with CAP_SYS_NICE, or down to the ceiling RLIMIT_NICE gives (20 - its soft limit)."""
+    if nice >= 0 or effective_caps >> CAP_SYS_NICE & 1 or rlimit_nice == resource.RLIM_INFINITY:
+        return True
+    return nice >= 20 - rlimit_nice
+
+
+def _check_nice(nice: int) -> None:
+    """A niceness below 0 without the privilege raised inside Popen at the first process start,
+    a traceback after the probe had started."""
+    status = Path("/proc/self/status").read_text()
+    caps = int(next((line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), "0"), 16)
+    if not may_set_niceness(nice, caps, resource.getrlimit(resource.RLIMIT_NICE)[0]):
+        raise BCGInputError("--nice", f"{nice} needs CAP_SYS_NICE or a raised RLIMIT_NICE, which this process lacks")
 
 
 def _check_bridge_config(path: str, physics_hz: float):
@@ -242,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with exit_on_input_error("bcg-sim2sim"):
         ros_domain, sdk_domain = _domains(args.ros_domain)
+        _check_nice(args.nice)
         out = output_dir(args.out or f"runs/sim2sim/{time.strftime('%Y%m%d-%H%M%S')}", "--out")
         robot = load_robot_config(args.robot_config)
         bridge_cfg = _check_bridge_config(args.bridge_config, args.physics_hz)

@@ -217,6 +217,19 @@ def _scenario_probe(opts: RunOptions, name: str, interface: str, group: ProcessG
     return None
 
 
+def start_processes(group: ProcessGroup, specs, probe: subprocess.Popen | None = None) -> Sim2SimDriver:
+    """Bridge, node and sentinel started, and the driver that talks to them. A start that fails
+    stops what had started (each runs in a session of its own and would outlive the CLI)."""
+    try:
+        for spec in specs:
+            group.start(spec)
+        return Sim2SimDriver()
+    except BaseException:
+        _stop_probe(probe)
+        group.stop_all()
+        raise
+
+
 def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2SimDriver, group: ProcessGroup,
            marks: dict[str, float], scen_dir: Path, probe: subprocess.Popen | None) -> dict:
     extra: dict = {}
@@ -291,9 +304,7 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     error = ""
     extra: dict = {}
     probe = _scenario_probe(opts, scenario.name, interface, group, scen_dir)
-    for spec in specs:
-        group.start(spec)
-    driver = Sim2SimDriver()
+    driver = start_processes(group, specs, probe)
     try:
         extra = _drive(opts, scenario, interface, driver, group, marks, scen_dir, probe)
     except DriverError as err:

@@ -3,6 +3,9 @@
 Every scenario starts like the nominal run (hanging in the band, configure, activate,
 ramp, hold, release, operator RUN), injects its fault ``fault_at_s`` into RUN, and must
 end in DAMP with the reason reported. The nominal run ends with the operator's stop.
+``expected`` says what the verdict checks. How soon damping reached the motors is reported
+(``reaction_ms``), not judged: on a shared machine it measures the machine as much as the
+node; ``bcg-bench-node`` measures each watchdog's reaction over many trials.
 """
 
 from __future__ import annotations
@@ -26,18 +29,18 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("none", "nothing: the policy runs, then the operator stops",
              "no watchdog trip, no fall; operator stop -> DAMP", ("operator_stop",)),
     Scenario("dropout", "the bridge publishes no state for --dropout-ms",
-             "stale-state watchdog -> DAMP within one control period of going stale", ("stale_state", "tick_stalled")),
+             "stale-state watchdog -> DAMP", ("stale_state", "tick_stalled")),
     Scenario("crc", "rt/lowstate sealed with a wrong CRC for --dropout-ms, plus 20 LowCmds with a corrupted CRC "
              "from a second SDK client",
              "bridge drops and counts every corrupted LowCmd (motors keep the node's command); the node discards "
              "corrupted LowStates -> stale state -> DAMP",
              ("stale_state", "tick_stalled"), interfaces=(TRANSPORT_UNITREE_SDK,)),
     Scenario("nan", "the policy outputs NaN (an ONNX policy with the robot's contract and a NaN bias)",
-             "non-finite action watchdog -> DAMP on the first RUN tick", ("nonfinite_action",)),
+             "non-finite action watchdog -> DAMP", ("nonfinite_action",)),
     Scenario("kill", "SIGKILL of the policy node process",
-             "the sentinel sends damping within ~100 ms; motors damped", ("sentinel",)),
+             "the sentinel takes over and sends damping; motors damped", ("sentinel",)),
     Scenario("estop", "e-stop: std_msgs/Bool on ros2, remote L2+B in rt/lowstate on unitree_sdk",
-             "e-stop watchdog -> DAMP within one control period", ("estop", "remote_estop")),
+             "e-stop watchdog -> DAMP", ("estop", "remote_estop")),
     Scenario("foreign", "a second program commands the motors: 100 valid default-pose commands at 100 Hz (an SDK "
              "client on rt/lowcmd, a ROS node on lowcmd)",
              "the node trips DAMP (foreign_commander) and the sentinel reports the writer", ("foreign_commander",),

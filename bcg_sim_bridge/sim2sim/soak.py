@@ -26,9 +26,9 @@ import numpy as np
 
 from bcg_sim_bridge.node_list import sim2sim_nodes
 from bcg_sim_bridge.sim2sim import analysis
-from bcg_sim_bridge.sim2sim.driver import DriverError, Sim2SimDriver
+from bcg_sim_bridge.sim2sim.driver import DriverError
 from bcg_sim_bridge.harness.processes import ProcessGroup
-from bcg_sim_bridge.sim2sim.runner import RunOptions, node_extras, start_up
+from bcg_sim_bridge.sim2sim.runner import RunOptions, node_extras, start_processes, start_up
 
 MAX_GROWTH_MB = 20.0
 DEADLINE_PERIODS = 2.0
@@ -68,9 +68,7 @@ def run_soak(opts: RunOptions, interface: str, seconds: float, max_growth_mb: fl
     )
     group = ProcessGroup(soak_dir / "logs", {"ROS_DOMAIN_ID": str(opts.ros_domain),
                                              "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}, nice=opts.nice)
-    for spec in specs:
-        group.start(spec)
-    driver = Sim2SimDriver()
+    driver = start_processes(group, specs)
     marks: dict[str, float] = {"start": time.monotonic()}
     samples: dict[str, list[tuple[float, float]]] = {role: [] for role in group.nodes}
     error = ""

@@ -253,6 +253,8 @@ def test_a_stale_limit_past_the_sentinel_timeout_gets_a_sentinel_that_waits_long
     # lengths past any sensible run: --run-seconds 1e308 was an OverflowError after bridge and node had started
     ("--run-seconds", "1e308", "must be at most 3600"), ("--soak", "1e308", "must be at most 604800"),
     ("--dropout-ms", "1e9", "must be at most 60000"),
+    ("--soak", "5", "must be 0 (no soak) or at least 30 s"),
+    ("--nice", "-40", "must be an integer -20..19"),  # too short to measure memory growth: failed with no reason
 ])
 def test_a_duration_force_count_or_domain_that_makes_no_sense_is_refused_by_the_parser(option, value, problem, capsys):
     """These went through to the run (a negative dropout, a NaN push, a domain no DDS has); --soak and
@@ -278,3 +280,36 @@ def test_a_ros_domain_id_in_the_environment_that_is_no_domain_is_exit_2_before_a
     assert exc.value.code == 2
     assert capsys.readouterr().err.splitlines() == [f"bcg-sim2sim: error: ROS_DOMAIN_ID (environment): {problem}"]
     assert not (tmp_path / "out").exists()
+
+
+def test_the_sdk_domain_is_next_to_the_ros_one_and_never_wraps_to_the_robots():
+    """At the top of the range the SDK's domain was (232 + 1) % 233 = 0: the real robot's domain."""
+    from bcg_sim_bridge.cli.sim2sim import _domains
+
+    assert _domains(5) == (5, 6) and _domains(0) == (0, 1)
+    assert _domains(232) == (232, 231)
+
+
+def test_a_negative_niceness_needs_the_privilege_to_set_it():
+    """Without CAP_SYS_NICE (or a raised RLIMIT_NICE) ``os.nice(-5)`` raised inside Popen's preexec at the
+    first process start, a traceback after the probe had started; now it is exit 2 before anything."""
+    import resource
+
+    from bcg_sim_bridge.cli.sim2sim import CAP_SYS_NICE, _check_nice, may_set_niceness
+
+    with_cap = 1 << CAP_SYS_NICE
+    assert may_set_niceness(-20, with_cap, 0) and may_set_niceness(5, 0, 0) and may_set_niceness(0, 0, 0)
+    assert not may_set_niceness(-5, 0, 0) and not may_set_niceness(-5, with_cap >> 1, 0)
+    assert may_set_niceness(-5, 0, 25) and not may_set_niceness(-6, 0, 25)  # the ceiling is 20 - rlimit
+    assert may_set_niceness(-20, 0, resource.RLIM_INFINITY)
+    # this process, as it is: root (CI's container) may; a user without the limit raised may not
+    status = Path("/proc/self/status").read_text()
+    caps = int(next(line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), 16)
+    rlimit = resource.getrlimit(resource.RLIMIT_NICE)[0]
+    if may_set_niceness(-5, caps, rlimit):
+        _check_nice(-5)
+    else:
+        from bcg_robot.errors import BCGInputError
+
+        with pytest.raises(BCGInputError, match="needs CAP_SYS_NICE"):
+            _check_nice(-5)
