@@ -374,7 +374,10 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
         reason_text = after[0].text if after else ""
         reason = _fault_reason(reason_text) if after else "none"
     trip_ms = 1e3 * (after[0].t - t_from) if scenario.name != "kill" and after else None
-    last_mode = DriveMode(int(log.drive_mode[-1])).name
+    # the motors' mode when the scenario ended, not in the log's last row: that row comes after
+    # stop_all's SIGINT, and the node's shutdown damps whatever the scenario left
+    ended = np.flatnonzero(log.wall_time <= marks.get("end", np.inf))
+    last_mode = DriveMode(int(log.drive_mode[ended[-1] if ended.size else -1])).name
     ends_in_damp = last_mode in ("DAMPING", "TIMEOUT_DAMPING")
     run_end = t_fault if t_fault is not None and scenario.name != "none" else marks.get("stop", policy_end)
     run_mask = log.window(t_run, run_end) if t_run is not None else np.zeros(len(log.wall_time), bool)

@@ -163,7 +163,7 @@ def test_an_out_that_is_a_file_is_exit_2_before_anything_starts(tmp_path):
 
 
 def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_rate=1.0,
-                     trip="operator_stop: operator stop", trip_at=None) -> dict:
+                     trip="operator_stop: operator stop", trip_at=None, damped_at=None, end=None) -> dict:
     """``runner._analyse`` on a saved and loaded bridge log of a nominal run that stood and was
     stopped, with one thing changed: the simulation diverged, the band stayed engaged, the
     bridge counted refused commands, or it simulated ``sim_rate`` seconds per wall second."""
@@ -175,7 +175,7 @@ def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_ra
 
     n, rows, t_stop = ROBOT.num_joints, 200, 1.5
     t = np.arange(rows) * 0.01
-    stopped = t >= t_stop
+    stopped = t >= (t_stop if damped_at is None else damped_at)
     standing = dict(root_pos=np.tile([0.0, 0.0, 0.78], (rows, 1)), root_quat=np.tile([1.0, 0, 0, 0], (rows, 1)),
                     q=np.tile(ROBOT.default_q, (rows, 1)), dq=np.zeros((rows, n)), foot_penetration=np.zeros((rows, 2)),
                     cmd_q=np.tile(ROBOT.default_q, (rows, 1)), cmd_kp=np.where(stopped[:, None], 0.0, ROBOT.kp_array),
@@ -191,7 +191,8 @@ def _nominal_verdict(tmp_path, diverged=False, band=False, counters=None, sim_ra
     opts = RunOptions(robot=ROBOT, robot_config="", policy=tmp_path / "p.onnx", policy_origin="test", out_dir=tmp_path,
                       ros_domain=1, sdk_domain=1)
     events = [TimelineEvent(t_stop + 0.01 if trip_at is None else trip_at, "node_fault", trip)]
-    return _analyse(opts, SCENARIOS["none"], log, events, [], {"start": 0.0, "release": 0.2, "run": 0.5, "stop": t_stop}, {}, "")
+    marks = {"start": 0.0, "release": 0.2, "run": 0.5, "stop": t_stop, **({"end": end} if end is not None else {})}
+    return _analyse(opts, SCENARIOS["none"], log, events, [], marks, {}, "")
 
 
 def test_a_nominal_run_passes_only_when_the_robot_ran_the_policy_on_its_own_in_real_time(tmp_path):
@@ -224,6 +225,10 @@ def test_a_nominal_run_passes_only_when_the_robot_ran_the_policy_on_its_own_in_r
     assert "0.70x real time" in retry_reason(slow)
     # the policy tripped a watchdog in the RUN before the operator's stop: a failure, and the report says
     # which trip (it said "no trip; motors damping")
+    # the motors damped only after the scenario's end: by the shutdown of the processes, not the stop
+    late = _nominal_verdict(tmp_path, damped_at=1.8, end=1.7)
+    assert not late["passed"] and not late["ends_in_damp"] and late["final_motor_mode"] == "COMMAND", late["observed"]
+    assert _nominal_verdict(tmp_path, end=1.7)["passed"]
     tilted = _nominal_verdict(tmp_path, trip="tilt: pelvis tilted 0.9 rad", trip_at=1.0)
     assert not tilted["passed"] and tilted["unexpected_trips"] == ["tilt: pelvis tilted 0.9 rad"], tilted["observed"]
 
