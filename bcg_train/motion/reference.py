@@ -20,7 +20,7 @@ import numpy as np
 from bcg_robot.config import RobotConfig
 from bcg_robot.metrics import TRACKED_BODIES
 from bcg_robot.model import build_model, joint_dof_indices, joint_qpos_indices
-from bcg_robot.motion_csv import CSV_FPS, MotionClip, load_motion_csv
+from bcg_robot.motion_csv import CSV_FPS, MotionClip, MotionError, load_motion_csv
 
 # Bodies whose world positions the trainer tracks: the pelvis and the bodies of E_track
 # (torso, knees, feet, elbows, hands; see bcg_robot.metrics).
@@ -121,6 +121,9 @@ def reference_from_clip(clip: MotionClip, cfg: RobotConfig, model: mujoco.MjMode
     dt = cfg.control_dt
     model = model if model is not None else build_model(cfg, "train")
     times = resample_times(clip, dt)
+    if times.size < 2:  # no velocity from one frame (np.gradient's ValueError, naming no file)
+        raise MotionError(clip.source, f"lasts {clip.duration_s:g} s, shorter than one control step ({dt:g} s): "
+                                       "a reference needs two")
     root_pos, root_quat, joint_pos = _interpolate(clip, times)
     return ReferenceMotion(
         name=clip.name,

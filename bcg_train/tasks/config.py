@@ -27,6 +27,17 @@ def robot_control_dt() -> float:
     return load_robot_config(check_model=False).control_dt
 
 
+@functools.cache
+def robot_root_mass() -> tuple[str, float]:
+    """The root body the domain randomization adds mass to, and its mass in the robot's model
+    (kg; the train and bridge variants share it), read once."""
+    from bcg_robot.model import build_model
+
+    robot = load_robot_config()
+    model = build_model(robot, "train")
+    return robot.root_body, float(model.body_mass[model.body(robot.root_body).id])
+
+
 def check_privileged(names: tuple[str, ...] | list[str]) -> None:
     for name in names:
         if name not in PRIVILEGED_FEATURES:
@@ -41,6 +52,10 @@ class RewardTerm:
 
     weight: float
     sigma: float = 1.0
+
+
+# the terms that are ``weight * error`` (bcg_train.tasks.rewards); the others track the reference
+PENALTY_TERMS = ("action_rate", "alive")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,12 +195,20 @@ class ImitationConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         self.domain.validate()
+        root, mass = robot_root_mass()
+        if self.domain.enabled and mass + self.domain.base_mass_delta[0] <= 0:  # a body with negative mass simulated on
+            raise ValueError(f"domain randomization 'base_mass_delta': lower bound {self.domain.base_mass_delta[0]:g} kg "
+                             f"would leave the {root} ({mass:g} kg) with no mass")
         self.termination.validate()
         self.push_recovery.validate(self.rewards.names())
         for name in self.rewards.names():
             term = getattr(self.rewards, name)
             if not term.sigma > 0:  # exp(-error / 0): a term that is always 0, or NaN at zero error
                 raise ValueError(f"rewards.{name}.sigma must be > 0, got {term.sigma}")
+            if name not in PENALTY_TERMS and term.weight < 0:  # rewarded moving away from the reference
+                raise ValueError(f"rewards.{name}.weight must be >= 0 (a tracking term), got {term.weight}")
+        if self.rewards.action_rate.weight > 0:  # rewarded jerky actions
+            raise ValueError(f"rewards.action_rate.weight must be <= 0 (a penalty), got {self.rewards.action_rate.weight}")
         lo, hi = FPS_RANGE  # the clip's loader refuses others
         if not lo <= self.motion_fps <= hi:  # found by the clip's loader otherwise, which blamed the CSV
             raise ValueError(f"motion_fps must be in [{lo:g}, {hi:g}] frames per second, got {self.motion_fps}")
@@ -201,3 +224,7 @@ class ImitationConfig:
                              f"({ratio:.4g} physics steps)")
         if self.episode_length_s < control_dt:  # zero control steps an episode
             raise ValueError(f"episode_length_s {self.episode_length_s} is shorter than one control step ({control_dt} s)")
+        # a shorter interval rounds to 0 control steps: a push every step in training, one push in bcg-eval
+        if self.domain.push_interval_s[0] < control_dt:
+            raise ValueError(f"domain randomization 'push_interval_s': lower bound {self.domain.push_interval_s[0]:g} s is "
+                             f"shorter than one control step ({control_dt} s)")

@@ -131,9 +131,6 @@ def reference_in_frame(frame: str, ref: TrackedState, robot: TrackedState, xp: A
     raise ValueError(f"reference_frame: unknown '{frame}' ({' | '.join(REFERENCE_FRAMES)})")
 
 
-PENALTY_TERMS = ("action_rate", "alive")
-
-
 def reward_terms(
     cfg: RewardConfig, robot: TrackedState, ref: TrackedState, action: Any, last_action: Any, feet: tuple[int, ...] = (),
     xp: Any = np,

@@ -118,3 +118,17 @@ def test_the_jump_clip_reaches_its_take_off_speed_before_it_leaves_the_floor():
     # no jump in vertical speed between control steps beyond what the push-off or gravity give
     assert np.abs(np.diff(vz)).max() / ref.dt < 2.0 * 9.81
     assert np.all(np.abs(ref.joint_vel) <= CFG.velocity)
+
+
+def test_a_clip_shorter_than_one_control_step_is_one_line_naming_the_file(tmp_path):
+    """Two frames at 100 fps resample to one control-rate frame: np.gradient's ValueError ('Shape of
+    array too small') named no file."""
+    from bcg_robot.motion_csv import write_motion_csv
+
+    clip = load_motion_csv(STAND, CFG)
+    short = type(clip)(clip.name, 100.0, clip.root_pos[:2], clip.root_quat[:2], clip.joint_pos[:2])
+    path = tmp_path / "short.csv"
+    write_motion_csv(path, short)
+    with pytest.raises(MotionError) as err:
+        load_reference_motion(path, CFG, 100.0)
+    assert str(err.value).startswith(f"{path}: lasts 0.01 s, shorter than one control step (0.02 s)"), str(err.value)

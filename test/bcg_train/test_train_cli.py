@@ -53,6 +53,14 @@ def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
     ("shac:\n  horizon: 8\n  horizon: 32\n", "key 'horizon' given twice"),
     ("shac:\n  actor_hidden: [64, 0]\n", "shac.actor_hidden must list layer widths >= 1, got [64, 0]"),  # constant outputs
     ("seed: 18446744073709551616\n", "seed must be in [0, 2**32), got 18446744073709551616"),  # an OverflowError in PRNGKey
+    # a pelvis of -1.2 kg simulated on without a word (MuJoCo keeps stepping a negative mass)
+    ("task:\n  domain:\n    base_mass_delta: [-5.0, 1.0]\n",
+     "'base_mass_delta': lower bound -5 kg would leave the pelvis (3.813 kg) with no mass"),
+    # rounded to 0 control steps: a push every step in training, one push in bcg-eval
+    ("task:\n  domain:\n    push_interval_s: [0.005, 0.005]\n", "'push_interval_s': lower bound 0.005 s is shorter than one control step"),
+    # a tracking term that rewards moving away from the reference, a penalty that rewards jerk
+    ("task:\n  rewards:\n    key_body:\n      weight: -0.2\n", "rewards.key_body.weight must be >= 0 (a tracking term), got -0.2"),
+    ("task:\n  rewards:\n    action_rate:\n      weight: 0.005\n", "rewards.action_rate.weight must be <= 0 (a penalty), got 0.005"),
 ])
 def test_train_rejects_values_that_would_fail_or_train_nothing_after_the_compile(tmp_path, capsys, text, message):
     bad = tmp_path / "bad.yaml"
