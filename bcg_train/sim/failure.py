@@ -26,7 +26,7 @@ import numpy as np
 
 from bcg_train.sim.bounds import SimBounds
 
-__all__ = ["SIM_FAILURES", "SimBounds", "cut_failed", "guarded_step", "state_failed"]
+__all__ = ["SIM_FAILURES", "SimBounds", "any_branch_failed", "cut_failed", "guarded_step", "state_failed"]
 
 SIM_FAILURES = "sim_failures"  # metric: 1 where an environment's step failed (summed per iteration)
 
@@ -55,6 +55,17 @@ def state_failed(
         bad |= jnp.linalg.norm(root_pos - reference_root_pos, axis=-1) > bounds.max_root_distance
     # a NaN compares False everywhere above; the finite check has caught it
     return bad
+
+
+def any_branch_failed(bundle: Any, failed: Callable[[jax.Array, jax.Array], jax.Array]) -> jax.Array:
+    """(K,) bool: a branch of an environment's bundle, computed in this step, failed
+    (``failed(qpos, qvel)`` on the (K B, n) branch states). The step's state is the branches'
+    mean, which can stay inside the bounds while one branch of B has blown up (one at 6x the
+    joint speed limit, nine at 1x: 1.5x on average); that branch's Jacobian would enter the
+    environment's sensitivity, and a running bundle continues from each branch's own state."""
+    k, b = bundle.qpos.shape[:2]
+    bad = failed(bundle.qpos.reshape((k * b,) + bundle.qpos.shape[2:]), bundle.qvel.reshape((k * b,) + bundle.qvel.shape[2:]))
+    return bundle.bundled & jnp.any(bad.reshape(k, b), axis=1)
 
 
 def _is_float(x: Any) -> bool:

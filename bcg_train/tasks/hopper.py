@@ -39,7 +39,7 @@ from bcg_train.bcg.bundle import BundledSim, BundledState
 from bcg_train.bcg.config import BCGConfig
 from bcg_train.sim.config import SimConfig
 from bcg_train.sim.env import MjxSim
-from bcg_train.sim.failure import SIM_FAILURES, SimBounds, guarded_step, state_failed
+from bcg_train.sim.failure import SIM_FAILURES, SimBounds, any_branch_failed, guarded_step, state_failed
 from bcg_train.sim.hopper_model import (ACTUATED, DEFAULT_POSE, HIP, JOINT_SPEED_LIMIT, KNEE, ROOT_PITCH, ROOT_X, ROOT_Z,
                                         build_hopper, hopper_drive, model_info, standing_qpos)
 from bcg_train.tasks.imitation import StepOutput
@@ -215,9 +215,13 @@ class HopperTask:
         return HopperState(sim, t, jnp.zeros((num_envs, ACTION_SIZE), jnp.float32), height, k_next)
 
     def _failed(self, sim: BundledState, _aux) -> jax.Array:
+        """(K,) bool: the step's state, or a branch of its bundle, failed (bcg_train.sim.failure)."""
         d = sim.sim.data
+        return self._state_failed(d.qpos, d.qvel) | any_branch_failed(sim.bundle, self._state_failed)
+
+    def _state_failed(self, qpos: jax.Array, qvel: jax.Array) -> jax.Array:
         root = jnp.asarray([ROOT_X, ROOT_Z])
-        return state_failed(self.cfg.sim_bounds, d.qpos, d.qvel, d.qpos[:, root], d.qvel[:, root], d.qvel[:, HIP : KNEE + 1], JOINT_SPEED_LIMIT)
+        return state_failed(self.cfg.sim_bounds, qpos, qvel, qpos[:, root], qvel[:, root], qvel[:, HIP : KNEE + 1], JOINT_SPEED_LIMIT)
 
     def foot_penetration(self, data) -> jax.Array:
         """(K,) deepest foot-floor penetration (m, >= 0) of each environment."""

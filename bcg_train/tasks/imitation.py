@@ -47,7 +47,7 @@ from bcg_train.bcg.bundle import BundledSim, BundledState
 from bcg_train.motion.reference import ReferenceMotion, load_reference_motion
 from bcg_train.sim.config import JointDrive, SimConfig
 from bcg_train.sim.env import MjxSim
-from bcg_train.sim.failure import SIM_FAILURES, guarded_step, state_failed
+from bcg_train.sim.failure import SIM_FAILURES, any_branch_failed, guarded_step, state_failed
 from bcg_train.tasks import mirror
 from bcg_train.tasks.config import ImitationConfig
 from bcg_train.tasks.privileged import privileged_features, privileged_size
@@ -300,10 +300,13 @@ class ImitationTask:
         stands where the robot stands, so a push that carries the robot metres away is no failure."""
         d = sim.sim.data
         reference = reference_root_in_frame(self.cfg.reference_frame, reference_root_pos, d.qpos[:, :3], jnp)
-        return state_failed(
-            self.cfg.sim_bounds, d.qpos, d.qvel, d.qpos[:, :3], d.qvel[:, :3], d.qvel[:, self.di], self.joint_speed_limit,
-            reference,
-        )
+        # a bundle's branches are checked too (a branch lies within millimetres of the mean: the
+        # distance from the reference is the mean's)
+        return self._state_failed(d.qpos, d.qvel, reference) | any_branch_failed(sim.bundle, self._state_failed)
+
+    def _state_failed(self, qpos: jax.Array, qvel: jax.Array, reference_root_pos: jax.Array | None = None) -> jax.Array:
+        return state_failed(self.cfg.sim_bounds, qpos, qvel, qpos[:, :3], qvel[:, :3], qvel[:, self.di], self.joint_speed_limit,
+                            reference_root_pos)
 
     def step(self, state: ImitationState, action: jax.Array) -> tuple[ImitationState, StepOutput]:
         k = action.shape[0]

@@ -168,6 +168,20 @@ def test_the_root_distance_bound_is_taken_in_the_tasks_reference_frame(frame, fa
 
     task = ImitationTask(ImitationConfig(motion="models/motions/squat.csv", reference_frame=frame), ROBOT)
     qpos = jnp.tile(jnp.asarray(task.mj_model.key("default").qpos, jnp.float32), (2, 1)).at[0, 0].add(5.0)
-    state = types.SimpleNamespace(sim=types.SimpleNamespace(data=types.SimpleNamespace(qpos=qpos, qvel=jnp.zeros((2, task.mj_model.nv)))))
+    nv, b = task.mj_model.nv, 3
+    idle = types.SimpleNamespace(qpos=jnp.tile(qpos[:, None], (1, b, 1)), qvel=jnp.zeros((2, b, nv)), bundled=jnp.zeros((2,), bool))
+    state = types.SimpleNamespace(sim=types.SimpleNamespace(data=types.SimpleNamespace(qpos=qpos, qvel=jnp.zeros((2, nv)))), bundle=idle)
     reference_root = jnp.tile(jnp.asarray(task.mj_model.key("default").qpos[:3], jnp.float32), (2, 1))  # one per env, as in step
+    assert task.sim_failed(state, reference_root).tolist() == failed
+    # env 1 stepped by a bundle: one branch of three at 6x the knee's speed limit, the others at rest
+    # (their mean, 2x, inside the 4x bound) fails the environment; the same branch states are ignored
+    # in an environment that stepped plain (they are an old bundle's)
+    knee = int(task.di[3])
+    speed = 6.0 * float(task.joint_speed_limit[3])
+    branches = idle.qvel.at[1, 0, knee].set(speed)
+    bundled = types.SimpleNamespace(qpos=idle.qpos, qvel=branches, bundled=jnp.array([False, True]))
+    mean = jnp.zeros((2, nv)).at[1, knee].set(speed / b)
+    state = types.SimpleNamespace(sim=types.SimpleNamespace(data=types.SimpleNamespace(qpos=qpos, qvel=mean)), bundle=bundled)
+    assert task.sim_failed(state, reference_root).tolist() == [failed[0], True]
+    state.bundle = types.SimpleNamespace(qpos=idle.qpos, qvel=branches, bundled=jnp.zeros((2,), bool))
     assert task.sim_failed(state, reference_root).tolist() == failed

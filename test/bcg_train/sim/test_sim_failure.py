@@ -106,3 +106,24 @@ def test_the_hopper_terminates_resets_and_counts_a_nan_and_a_blow_up():
     g = np.asarray(grad)
     np.testing.assert_array_equal(g[:2], 0.0)
     assert np.isfinite(g).all() and np.abs(g[2:]).sum() > 0
+
+
+def test_a_failed_branch_fails_its_environment_though_the_branch_mean_is_inside_the_bounds():
+    """One branch of a bundle at 6x a joint's speed limit, the others at rest: their mean (the
+    step's state) is inside the 4x bound, and only the mean was checked, so the blown-up branch's
+    Jacobian entered the sensitivity. Branches of an environment that stepped plain are an old
+    bundle's and are not judged."""
+    from bcg_train.tasks.hopper import JOINT_SPEED_LIMIT
+
+    task = HopperTask(HopperConfig(contact="stiff"))
+    state = task.reset(jax.random.PRNGKey(0), 2)
+    bundle = state.sim.bundle
+    branches = bundle.qpos.shape[1]
+    speed = 6.0 * float(np.asarray(JOINT_SPEED_LIMIT).reshape(-1)[0])
+    qvel = bundle.qvel.at[1, 0, HIP].set(speed)
+    mean = state.sim.sim.data.qvel.at[1, HIP].set(speed / branches)
+    sim = dataclasses.replace(state.sim.sim, data=state.sim.sim.data.replace(qvel=mean))
+    stepped = dataclasses.replace(state.sim, sim=sim, bundle=dataclasses.replace(bundle, qvel=qvel, bundled=jnp.array([False, True])))
+    assert task._failed(stepped, None).tolist() == [False, True]
+    plain = dataclasses.replace(stepped, bundle=dataclasses.replace(stepped.bundle, bundled=jnp.zeros((2,), bool)))
+    assert task._failed(plain, None).tolist() == [False, False]
