@@ -240,10 +240,22 @@ class BundledSim:
         m = self._slots(k)
         chunks = 1 + -(-(m * b) // k)
         env = jnp.concatenate([jnp.arange(k, dtype=jnp.int32), jnp.zeros(((chunks - 1) * k,), jnp.int32)])
+        # a running bundle that keeps its slot (slot_assignment: running bundles first, in
+        # environment order) continues from its branches, and its nominal row's result is
+        # discarded; cut that row's input from the gradient, or a row that blows up while the
+        # branches do not sends NaN (0 x inf) back into the environment's state
+        running = bundle.steps_left > 0
+        discarded = running & (jnp.cumsum(running) <= m)
+        nominal_in = lambda x: _select(discarded, jax.lax.stop_gradient(x), x)  # noqa: E731
         rows = _Rows(
-            qpos=pre.qpos[env], qvel=pre.qvel[env], qacc_warmstart=pre.qacc_warmstart[env], act=pre.act[env],
-            time=pre.time[env], env=env, used=jnp.arange(chunks * k) < k,
+            qpos=nominal_in(pre.qpos)[env], qvel=nominal_in(pre.qvel)[env], qacc_warmstart=nominal_in(pre.qacc_warmstart)[env],
+            act=nominal_in(pre.act)[env], time=pre.time[env], env=env, used=jnp.arange(chunks * k) < k,
         )
+        # the fields a chunk does not fill in come from the environment at the row's position,
+        # which is not the branch's own in chunks past the first: no gradient through them, or
+        # one environment's branch sensitivity lands on another's applied forces (a per-environment
+        # state-gradient clip then judged the wrong environment, and a NaN there skipped the update)
+        frozen = jax.lax.stop_gradient(pre)
         zero = jnp.zeros_like(state.sim.info["contact_force"])  # (K, ncon)
         no_contact = ContactSummary(force=zero, force_peak=zero, impulse=zero)
         no = jnp.zeros((k,), bool)
@@ -256,7 +268,7 @@ class BundledSim:
             # (MjxSim.reset_to), so every chunk fills them into the pre-step batch instead of
             # gathering whole states; the applied-force inputs (qfrc_applied, xfrc_applied)
             # would come from the chunk position's environment: no task sets them
-            data_in = pre.replace(
+            data_in = frozen.replace(
                 qpos=part(rows.qpos), qvel=part(rows.qvel), qacc_warmstart=part(rows.qacc_warmstart), act=part(rows.act),
                 time=part(rows.time),
             )

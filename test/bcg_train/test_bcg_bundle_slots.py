@@ -127,3 +127,26 @@ def test_an_overflowing_step_passes_its_plain_gradient_or_with_cut_none():
     assert over_plain[env] and over_cut[env]
     assert np.abs(g_plain).max() > 0 and np.all(g_cut == 0)
     np.testing.assert_allclose(g_other_cut, g_other_plain, rtol=1e-6)
+
+
+def test_one_environments_bundle_sends_no_gradient_into_another_environments_state():
+    """Branch rows past the first chunk took the fields a chunk does not fill in (the applied
+    forces) from the environment at the row's position: env 1's branch sensitivity landed on
+    env 0's ``qfrc_applied``. Every env-0 leaf of the start state must get an exactly zero
+    gradient from a loss on env 1 alone, and env 1's own state a non-zero one."""
+    bcg = dataclasses.replace(HopperConfig().bcg, mode=Estimator.GLOBAL_SMOOTHING, num_branches=2)
+    task = HopperTask(HopperConfig(contact="stiff", bcg=bcg))
+    start = task.reset(jax.random.PRNGKey(3), 2).sim
+    actions = 0.3 * jnp.ones((2, 2))
+
+    def loss(state):
+        after = task.bsim.step(state, actions)
+        return jnp.sum(after.sim.data.qpos[1]) + jnp.sum(after.sim.data.qvel[1])
+
+    grad = jax.jit(jax.grad(loss, allow_int=True))(start)
+    assert bool(task.bsim.step(start, actions).bundle.bundled.all())  # both environments ran branches
+    floats = [(jax.tree_util.keystr(path), np.asarray(leaf)) for path, leaf in jax.tree_util.tree_leaves_with_path(grad)
+              if hasattr(leaf, "dtype") and np.issubdtype(leaf.dtype, np.floating) and leaf.ndim >= 1 and leaf.shape[0] == 2]
+    leaked = [name for name, g in floats if np.any(g[0] != 0)]
+    assert not leaked, leaked
+    assert any(np.abs(g[1]).sum() > 0 for name, g in floats if name.endswith(".qvel"))
