@@ -134,6 +134,23 @@ def is_counted(name: str) -> bool:
     return name in COUNTED_METRICS or name.startswith(COUNTED_METRIC_PREFIXES)
 
 
+def iteration_metrics(step_metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    """An iteration's figures from its (T, K) step metrics: counts summed, the rest averaged over
+    the steps whose state exists. A failed step's figures are zeros standing for no state
+    (bcg_train.sim.failure): averaged in, a tracking error fell as failures rose."""
+    failed = step_metrics.get(SIM_FAILURES)
+    kept = None if failed is None else 1.0 - failed.astype(jnp.float32)
+    out = {}
+    for name, v in step_metrics.items():
+        if is_counted(name):
+            out[name] = jnp.sum(v)
+        elif kept is None:
+            out[name] = jnp.mean(v)
+        else:
+            out[name] = jnp.sum(v * kept) / jnp.maximum(jnp.sum(kept), 1.0)
+    return out
+
+
 def mirror_loss(actor: Params, stats: RunningStats, obs: jax.Array, mirror_observation: Callable, mirror_action: Callable,
                 obs_clip: float, action_clip: float) -> jax.Array:
     """Mean squared difference between the action in the mirrored state and the mirrored
@@ -305,7 +322,10 @@ class SHAC:
 
         init = self.initial_carry(state.env) if init is None else init
         (env, discount, ret_acc, loss_acc), records = jax.lax.scan(body, init, noise)
-        loss_acc = loss_acc + ret_acc + discount * value(task.observe(env), self._privileged(env))
+        # the episodes still running at the window's end bootstrap from their last state; one that
+        # ended on the last step has been counted, and its environment already holds a fresh episode
+        ended = records[5][0][-1]
+        loss_acc = loss_acc + jnp.where(ended, 0.0, ret_acc + discount * value(task.observe(env), self._privileged(env)))
         actor_loss = -jnp.sum(loss_acc) / (cfg.horizon * cfg.num_envs)
         extra = {}
         if cfg.mirror_loss_weight > 0:
@@ -382,7 +402,7 @@ class SHAC:
             actor=actor, critics=critics, target_critics=target, actor_opt=actor_opt, critic_opt=critic_opt,
             obs_stats=state.obs_stats.update(obs), env=jax.lax.stop_gradient(env), rng=rng, iteration=state.iteration + 1,
         )
-        metrics = {name: jnp.sum(v) if is_counted(name) else jnp.mean(v) for name, v in step_metrics.items()}
+        metrics = iteration_metrics(step_metrics)
         metrics.update(critic_metrics)
         metrics.update(extra)
         metrics.update(spread)  # of the uncapped dL/da

@@ -44,6 +44,21 @@ def test_failures_and_termination_reasons_are_counted_the_rest_averaged():
     assert not is_counted("tracking_error_m") and not is_counted("reward/terminated")
 
 
+def test_a_failed_steps_figures_are_left_out_of_the_iterations_means():
+    """A failed step reports zeros (no state to measure): averaged in, the tracking error fell as
+    failures rose. Counts are sums; the other figures are means over the steps that did not fail."""
+    from bcg_train.learn.shac import iteration_metrics
+
+    step = {"sim_failures": jnp.array([[1.0, 0.0], [0.0, 0.0]]), "tracking_error_m": jnp.array([[0.0, 0.2], [0.1, 0.3]]),
+            "terminated/low": jnp.array([[0.0, 1.0], [0.0, 1.0]])}
+    out = iteration_metrics(step)
+    assert float(out["sim_failures"]) == 1.0 and float(out["terminated/low"]) == 2.0
+    assert float(out["tracking_error_m"]) == pytest.approx(0.2)  # (0.2 + 0.1 + 0.3) / 3, not / 4
+    assert float(iteration_metrics({"distance": jnp.array([[1.0, 3.0]])})["distance"]) == 2.0  # a task without failures
+    every = iteration_metrics({"sim_failures": jnp.ones((1, 2)), "tracking_error_m": jnp.zeros((1, 2))})
+    assert float(every["tracking_error_m"]) == 0.0 and float(every["sim_failures"]) == 2.0  # nothing to average
+
+
 def test_critic_learning_rate_decays_to_its_own_floor():
     import dataclasses
 
@@ -69,6 +84,21 @@ def test_one_iteration_is_finite_and_lowers_the_actor_loss():
     assert float(after) < float(before)
     assert float(metrics["actor_loss"]) == pytest.approx(float(before), rel=1e-5)
     assert int(new.iteration) == 1 and float(new.obs_stats.count) > float(state.obs_stats.count)
+
+
+def test_an_episode_that_ends_on_the_windows_last_step_adds_no_value_of_the_next_episodes_start():
+    """Every episode lasts exactly one window: each ends (truncated) on its last step, so the loss
+    is the discounted rewards plus the bootstrap from the terminal observation, and nothing of
+    the fresh episode the environment was reset into (its value was added as if the episode ran on)."""
+    shac = SHAC(PointMassTask(episode_steps=TINY.horizon), TINY)
+    state = shac.init(0)
+    noise = shac.exploration_noise(jax.random.PRNGKey(5))
+    loss, (_, records, _) = shac._rollout(state.actor, state, noise)
+    rewards, next_values, (done, terminated) = np.asarray(records[1]), np.asarray(records[2]), records[5]
+    assert np.asarray(done)[-1].all() and not np.asarray(done)[:-1].any() and not np.asarray(terminated).any()
+    gamma, horizon = TINY.gamma, TINY.horizon
+    returns = (gamma ** np.arange(horizon)[:, None] * rewards).sum(axis=0) + gamma**horizon * next_values[-1]
+    assert float(loss) == pytest.approx(-returns.sum() / (horizon * TINY.num_envs), rel=1e-5)
 
 
 def test_the_iteration_reports_the_spread_of_its_own_action_gradient():
