@@ -77,15 +77,19 @@ FOOT_SPHERE_Z = -0.02
 TRAIN_BODY_COLLIDERS = ("pelvis_collision", "torso_collision", "head_collision")
 
 FLOOR_NAME = "floor"
-# MuJoCo warnings after which it has reset the simulation itself (mj_checkPos, mj_checkVel, mj_checkAcc)
-UNSTABLE_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQACC)
+# MuJoCo warnings after which it has reset the simulation itself (mj_checkPos, mj_checkVel,
+# mj_checkAcc), or zeroed every actuator's control because one was not finite (BADCTRL: all
+# motors limp for the step while the state stays finite and upright)
+UNSTABLE_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQACC,
+                     mujoco.mjtWarning.mjWARN_BADCTRL)
 
 
 def simulation_diverged(data: mujoco.MjData) -> bool:
     """The state is NaN, or MuJoCo reported an unstable step since ``data`` was made: bad
-    accelerations, or positions or velocities past its limits. In each case MuJoCo resets the
-    data itself, to the model's initial pose: an upright, finite robot that no fall or NaN
-    check would notice (the sim bridge and ``bcg-eval`` both ask this)."""
+    accelerations, or positions or velocities past its limits (MuJoCo then resets the data
+    itself, to the model's initial pose: an upright, finite robot that no fall or NaN check
+    would notice), or a non-finite control (MuJoCo zeroes every control: all motors limp, no
+    state check would notice). The sim bridge and ``bcg-eval`` both ask this."""
     unstable = any(data.warning[w].number > 0 for w in UNSTABLE_WARNINGS)
     return bool(unstable or not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()))
 

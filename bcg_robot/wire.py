@@ -65,6 +65,9 @@ class LowCommand:
     def as_matrix(self) -> np.ndarray:
         return np.stack([self.q, self.dq, self.tau, self.kp, self.kd]).astype(np.float64)
 
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.as_matrix()).all())
+
     def is_damping(self) -> bool:
         return bool(np.all(self.kp == 0) and np.all(self.kd > 0) and np.all(self.tau == 0) and np.all(self.dq == 0))
 

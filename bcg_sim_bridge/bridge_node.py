@@ -181,7 +181,7 @@ class SimBridgeNode(Node):
                 clock.clock = Time(nanoseconds=int(physics.sim_time * 1e9)).to_msg()
                 self._clock_pub.publish(clock)
             if self.recorder is not None and k % cfg.log_decimation == 0:
-                cmd = physics.latest_command()
+                cmd = physics.applied_command  # what the drives applied, not the latest received
                 zero = np.zeros(self.robot.num_joints)
                 self.recorder.record(
                     physics.snapshot(), time.monotonic(), *((cmd.q, cmd.kp, cmd.kd) if cmd is not None else (zero,) * 3)

@@ -21,6 +21,7 @@ class InterfaceCounters:
     bad_mode_machine: int = 0
     disabled_motor_cmds: int = 0  # accepted commands that disabled one of the robot's motors (zero torque there)
     malformed: int = 0
+    nonfinite: int = 0  # commands with a NaN or inf value, dropped whole (MuJoCo would zero every motor's control)
     states_sent: int = 0
     states_skipped_behind: int = 0  # due state publications the loop skipped while behind real time (pacing.StateThinning)
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)

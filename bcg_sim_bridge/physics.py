@@ -80,6 +80,7 @@ class BridgePhysics:
         self._foot_floor = foot_floor_geoms(self.model, robot)
         self._sensor = {name: self._sensor_slice(name) for name in ("imu_quat", "imu_gyro", "imu_acc")}
         self._rotvec = np.zeros(3)
+        self._omega_world = np.zeros(3)
         self._lock = threading.Lock()
         self._command: LowCommand | None = None
         self._command_time = 0.0
@@ -88,6 +89,9 @@ class BridgePhysics:
         self._band: ElasticBandConfig = cfg.elastic_band
         self._band_engaged = cfg.elastic_band.enabled
         self.drive_mode = DriveMode.ZERO_TORQUE
+        # the command the drives applied in the last step (the timeout's damping, not the stale
+        # command it replaced; None: zero torque): what the log records
+        self.applied_command: LowCommand | None = None
         self.tau = np.zeros(robot.num_joints)
         self.steps = 0
         self.reset()
@@ -118,10 +122,6 @@ class BridgePhysics:
     def commands_received(self) -> int:
         with self._lock:
             return self._commands_received
-
-    def latest_command(self) -> LowCommand | None:
-        with self._lock:
-            return self._command
 
     def push(self, force: np.ndarray, duration_s: float) -> None:
         """Apply ``force`` (N, world frame) at the pelvis for ``duration_s`` of simulated time."""
@@ -168,7 +168,9 @@ class BridgePhysics:
             vel = self.data.qvel[:3]
             xfrc[:3] = self._band.stiffness * (self._anchor - pos) - self._band.damping * vel
             mujoco.mju_quat2Vel(self._rotvec, self.data.qpos[3:7], 1.0)  # axis * angle from upright
-            xfrc[3:] = -self._band.angular_stiffness * self._rotvec - self._band.angular_damping * self.data.qvel[3:6]
+            # the free joint's angular velocity is in the body frame, the applied torque in the world's
+            mujoco.mju_rotVecQuat(self._omega_world, self.data.qvel[3:6], self.data.qpos[3:7])
+            xfrc[3:] = -self._band.angular_stiffness * self._rotvec - self._band.angular_damping * self._omega_world
         if push is not None:
             xfrc[:3] += push.force
 
@@ -180,7 +182,7 @@ class BridgePhysics:
             else:
                 q, dq = self.data.qpos[self._qi], self.data.qvel[self._di]
                 self.tau[:] = pd_torque(cmd.q, q, cmd.dq, dq, cmd.kp, cmd.kd, cmd.tau, self._effort)
-            self.drive_mode = mode
+            self.drive_mode, self.applied_command = mode, cmd
             self.data.ctrl[:] = self.tau
             if self.cfg.frozen_pose:
                 self.data.time += self.dt

@@ -13,7 +13,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
-from bcg_robot.wire import COMMAND_TOPIC, STATE_IMU_TOPIC, STATE_JOINTS_TOPIC, TICK_FRAME_PREFIX, command_from_flat
+from bcg_robot.wire import COMMAND_TOPIC, STATE_IMU_TOPIC, STATE_JOINTS_TOPIC, TICK_FRAME_PREFIX, LowCommand, command_from_flat
 from bcg_sim_bridge.interfaces import CommandSink, InterfaceCounters
 from bcg_sim_bridge.physics import BridgeState
 
@@ -40,6 +40,21 @@ def fill_imu(msg: Imu, state: BridgeState, stamp) -> Imu:
     return msg
 
 
+
+def receive_command(data, num_joints: int, counters: InterfaceCounters) -> tuple[LowCommand | None, str]:
+    """What the motors get from one command message, counted: the command, or None and why it
+    was dropped (malformed; a non-finite value, for which MuJoCo would zero every motor's control)."""
+    try:
+        cmd = command_from_flat(data, num_joints)
+    except ValueError as err:
+        counters.add("malformed")
+        return None, f"malformed: {err}"
+    if not cmd.is_finite():
+        counters.add("nonfinite")
+        return None, "a non-finite value"
+    counters.add("accepted")
+    return cmd, ""
+
 class Ros2Interface:
     def __init__(self, node: Node, joint_names: tuple[str, ...], on_command: CommandSink, callback_group=None):
         self.counters = InterfaceCounters()
@@ -56,13 +71,10 @@ class Ros2Interface:
         )
 
     def _handle_command(self, msg: Float64MultiArray) -> None:
-        try:
-            cmd = command_from_flat(msg.data, self._n)
-        except ValueError as err:
-            self.counters.add("malformed")
-            self._node.get_logger().warn(f"dropped malformed command: {err}", throttle_duration_sec=1.0)
+        cmd, problem = receive_command(msg.data, self._n, self.counters)
+        if cmd is None:
+            self._node.get_logger().warn(f"dropped a command: {problem}", throttle_duration_sec=1.0)
             return
-        self.counters.add("accepted")
         self._on_command(cmd)
 
     def set_remote_buttons(self, mask: int) -> None:

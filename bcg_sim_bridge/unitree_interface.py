@@ -41,6 +41,9 @@ def receive_low_cmd(msg: LowCmd_, num_joints: int, counters: InterfaceCounters,
         counters.add("bad_mode_machine")
         return None
     unpacked = unpack_low_cmd(msg, num_joints)
+    if not unpacked.command.is_finite():  # MuJoCo would zero every motor's control for it: refused, counted
+        counters.add("nonfinite")
+        return None
     counters.add("accepted")
     if unpacked.disabled:
         counters.add("disabled_motor_cmds")

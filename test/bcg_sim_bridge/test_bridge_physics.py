@@ -98,6 +98,8 @@ def test_optional_bridge_timeout_switches_to_damping(robot):
     assert physics.drive_mode == DriveMode.COMMAND
     physics.step(20)  # 120 ms since the command
     assert physics.drive_mode == DriveMode.TIMEOUT_DAMPING
+    # what the log records is the damping the drives applied, not the stale command it replaced
+    assert np.all(physics.applied_command.kp == 0) and np.all(physics.applied_command.kd == 2.0)
     dq = physics.snapshot().dq
     physics.step(1)
     # damping: kp 0, the torque opposes the joint velocity only
@@ -176,6 +178,21 @@ def test_elastic_band_holds_a_limp_robot_until_released(robot):
     physics.set_band(False)
     physics.step(1000)
     assert physics.snapshot().root_pos[2] < 0.5  # limp and released: it falls
+
+
+def test_the_bands_angular_damping_opposes_the_pelvis_rotation_in_the_world_frame(robot):
+    """The free joint's angular velocity is in the body frame, the applied torque in the world's:
+    damped as if they were one frame, a robot turned 180 degrees about z had its roll rate driven,
+    not damped."""
+    physics = BridgePhysics(robot, BridgeConfig())
+    yaw = np.array([0.0, 0.0, 0.0, 1.0])  # w, x, y, z: 180 degrees about z
+    physics.data.qpos[3:7] = yaw
+    physics.data.qvel[3:6] = [1.0, 0.0, 0.0]  # about the pelvis x axis: the world's -x
+    physics._anchor = physics.data.qpos[:3].copy()
+    physics._external_forces()
+    torque = physics.data.xfrc_applied[physics._root_body][3:]
+    omega_world = np.array([-1.0, 0.0, 0.0])
+    assert float(torque @ omega_world) < 0, torque
 
 
 def test_push_moves_the_robot(robot):

@@ -64,3 +64,31 @@ def test_motor_mode_zero_disables_the_motor_at_the_bridge_and_is_counted(robot):
 
 def test_remote_mask_names_buttons():
     assert buttons_from_mask((1 << 5) | (1 << 9)) == frozenset({"L2", "B"})
+
+
+def test_a_command_with_a_non_finite_value_is_dropped_whole_and_counted_on_both_transports(robot):
+    """MuJoCo zeroes every actuator's control when one is NaN (mjWARN_BADCTRL): one NaN wrist target
+    left all 29 motors limp for the step while the bridge logged the command as applied."""
+    import mujoco
+
+    from bcg_robot.model import build_model, simulation_diverged
+    from bcg_sim_bridge.ros2_interface import receive_command
+
+    cmd = LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array)
+    nan = LowCommand.from_matrix(cmd.as_matrix())
+    nan.q[-1] = np.nan
+    counters = InterfaceCounters()
+    assert receive_low_cmd(pack_low_cmd(nan, UNITREE_MODE_MACHINE_29DOF), robot.num_joints, counters) is None
+    assert receive_command(nan.as_matrix().ravel(), robot.num_joints, counters) == (None, "a non-finite value")
+    got, _ = receive_command(cmd.as_matrix().ravel(), robot.num_joints, counters)
+    np.testing.assert_array_equal(got.as_matrix(), cmd.as_matrix())
+    snap = counters.snapshot()
+    assert (snap["nonfinite"], snap["accepted"]) == (2, 1)
+    # and a non-finite control that reaches MuJoCo anyway is a divergence, not a quiet limp step
+    model = build_model(robot, "bridge")
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("default").id)
+    data.ctrl[:] = 0.0
+    data.ctrl[0] = np.nan
+    mujoco.mj_step(model, data)
+    assert np.isfinite(data.qpos).all() and simulation_diverged(data)
