@@ -58,17 +58,23 @@ class BridgeConfig:
 
     def validate(self) -> None:
         check_physics_dt("bridge", self.physics_dt, name="key 'physics_dt':")
-        if not 0 < self.state_rate_hz <= 1.0 / self.physics_dt + 1e-9:
-            raise ValueError(f"key 'state_rate_hz': {self.state_rate_hz} not in (0, physics rate]")
-        if not 0 < self.log_rate_hz <= 1.0 / self.physics_dt + 1e-9:
-            raise ValueError(f"key 'log_rate_hz': {self.log_rate_hz} not in (0, physics rate]")
+        for key in ("state_rate_hz", "log_rate_hz"):
+            rate = getattr(self, key)
+            if not 0 < rate <= 1.0 / self.physics_dt + 1e-9:
+                raise ValueError(f"key '{key}': {rate} not in (0, physics rate]")
+            steps = 1.0 / (self.physics_dt * rate)  # a rate between was rounded to another, and reported as given
+            if abs(steps - round(steps)) > 1e-6 * steps:
+                raise ValueError(f"key '{key}': {rate:g} Hz is not the physics rate {1.0 / self.physics_dt:g} Hz divided "
+                                 f"by a whole number of steps ({steps:.4g})")
         for key in ("realtime_factor", "command_timeout_s", "duration_s", "timeout_damping_kd", "joint_damping"):
             if getattr(self, key) < 0:
                 raise ValueError(f"key '{key}': must be >= 0")
         if not 0 <= self.domain_id <= 232:
             raise ValueError(f"key 'domain_id': {self.domain_id} not in 0..232")
-        if not 0 <= self.mode_machine <= 255:  # one byte of the LowState / LowCmd
-            raise ValueError(f"key 'mode_machine': {self.mode_machine} not in 0..255")
+        # one byte of the LowState / LowCmd; 0 is what a command that moves nothing carries (g1.md):
+        # a bridge reporting it would accept commands the robot drops
+        if not 1 <= self.mode_machine <= 255:
+            raise ValueError(f"key 'mode_machine': {self.mode_machine} not in 1..255")
         if self.log_path and Path(self.log_path).is_dir():  # found only at exit, the run's log lost
             raise ValueError(f"key 'log_path': {self.log_path} is a directory, not a file to write")
         self.elastic_band.validate()

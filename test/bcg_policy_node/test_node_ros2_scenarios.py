@@ -51,7 +51,7 @@ def rig(robot, tmp_path_factory):
     procs = ProcessGroup(tmp / "logs")
     obs = Observer(robot.num_joints)
     obs.deadman_enabled.set()
-    procs.start_module("robot", BRIDGE_MODULE, robot_parameters(frozen_pose=True, state_rate_hz=200.0))
+    procs.start_module("robot", BRIDGE_MODULE, robot_parameters(frozen_pose=True, state_rate_hz=250.0))
     procs.start_module("node", NODE_MODULE, {"policy_path": str(policy), "safety_config": str(safety), "autostart": True,
                                       "deadman_timeout_s": DEADMAN_S, "sentinel_timeout_s": 0.0})  # no sentinel here
     try:

@@ -220,7 +220,10 @@ def test_bridge_config_rejects_unknown_keys_and_bad_rates(tmp_path):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("mode_machine: 999\n", "key 'mode_machine': 999 not in 0..255"),  # was a struct.error once running
+    ("mode_machine: 999\n", "key 'mode_machine': 999 not in 1..255"),  # was a struct.error once running
+    ("mode_machine: 0\n", "key 'mode_machine': 0 not in 1..255"),  # the bridge took commands the robot drops
+    # 500 Hz / 300 Hz is no whole number of steps: published at 250 Hz, reported as 300
+    ("state_rate_hz: 300\n", "key 'state_rate_hz': 300 Hz is not the physics rate 500 Hz divided by a whole number of steps (1.667)"),
     ("elastic_band:\n  stiffness: -10000.0\n", "key 'elastic_band.stiffness': must be >= 0, got -10000.0"),
     ("elastic_band:\n  release_after_s: -1.0\n", "key 'elastic_band.release_after_s': must be >= 0, got -1.0"),
 ])
