@@ -195,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         root_z = np.array([r.root_height_error_cm for r in results])
         pen_diff = np.array([tr.foot_penetration_mm - r.foot_penetration_mm for r, tr in zip(results, train_results)])
         summary = {
-            "policy": str(args.policy), "baseline": args.baseline, "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed, "duration_s": args.duration,
+            "policy": str(args.policy), "baseline": args.baseline, "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed,
+            "held_out": args.first_seed >= REPORT_FIRST_SEED,  # seeds bcg-select-checkpoint never chooses on
+            "duration_s": args.duration,
             "domain_randomization": not args.no_dr, "falls": falls,
             "diverged": sum(r.diverged for r in results),  # falls that were the simulation diverging
             # what judged it: the training config read (None: defaults) and its DR ranges as used
@@ -222,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
             f"longest flight {summary['longest_flight_s_mean']:.3f} s, "
             f"foot penetration train - bridge {pen_diff.mean():+.2f} mm; plot {out / 'eval.png'}"
         )
+        if args.first_seed < REPORT_FIRST_SEED:
+            print(f"note: seeds from {args.first_seed} are selection seeds (below {REPORT_FIRST_SEED}): in-sample if "
+                  "checkpoints were chosen on them; report on held-out seeds (the default)")
         if video is not None:
             print(video.save(out / video_name))
     return 0

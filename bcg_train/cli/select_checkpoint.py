@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import re
@@ -42,10 +43,14 @@ from bcg_train.evaluate import MAX_DURATION_S, REPORT_FIRST_SEED, SELECTION_FIRS
 # longest_flight_s_mean), so a jump's hop and flight show in the table; blank in tables written before it
 # first_seed, duration_s, judged_with: what the row was judged under (a --train-config, or 'own': each
 # checkpoint's own config); a row judged under other settings than this run's is evaluated again
-CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm", "flight_s", "first_seed", "duration_s", "judged_with")
+# checkpoint_sha256: of the file the row judged; a row whose file changed (a fresh run into the
+# same directory) or is gone is judged again, not reused as this run's
+CSV_FIELDS = ("iteration", "falls", "seeds", "e_track_cm", "root_z_cm", "flight_s", "first_seed", "duration_s", "judged_with",
+              "checkpoint_sha256")
 _INT_FIELDS = ("iteration", "falls", "seeds", "first_seed")
-_STR_FIELDS = ("judged_with",)
-_OPTIONAL_FIELDS = ("flight_s", "first_seed", "duration_s", "judged_with")  # added later: blank, or no column, in older tables
+_STR_FIELDS = ("judged_with", "checkpoint_sha256")
+# added later: blank, or no column, in older tables
+_OPTIONAL_FIELDS = ("flight_s", "first_seed", "duration_s", "judged_with", "checkpoint_sha256")
 OWN_CONFIG = "own"
 # with --watch, how long to wait for bcg-train (started at the same time) to create the run directory
 WATCH_START_TIMEOUT_S = 600.0
@@ -53,15 +58,40 @@ _CHECKPOINT = re.compile(r"^(\d{6})\.pkl$")
 _POLICY = re.compile(r"^it(\d{6})\.onnx$")
 
 
-def due_checkpoints(checkpoint_dir: Path, every: int, done: set[int]) -> list[tuple[int, Path]]:
-    """(iteration, path) of the checkpoints (``NNNNNN.pkl``, or exported ``itNNNNNN.onnx``) whose
-    iteration is a multiple of ``every`` and not in ``done``, in order."""
+def checkpoints(checkpoint_dir: Path, every: int) -> list[tuple[int, Path]]:
+    """(iteration, path) of every checkpoint whose iteration is a multiple of ``every``, in order."""
     found = []
     for path in sorted(checkpoint_dir.iterdir()) if checkpoint_dir.is_dir() else []:
         match = _CHECKPOINT.match(path.name) or _POLICY.match(path.name)
-        if match and int(match.group(1)) % every == 0 and int(match.group(1)) not in done:
+        if match and int(match.group(1)) % every == 0:
             found.append((int(match.group(1)), path))
     return found
+
+
+class FileDigests:
+    """SHA-256 of files, each read again only when its size or modification time changes
+    (``--watch`` looks at every checkpoint at each poll)."""
+
+    def __init__(self) -> None:
+        self._known: dict[Path, tuple[tuple[int, int], str]] = {}
+
+    def __call__(self, path: Path) -> str:
+        st = path.stat()
+        key = (st.st_size, st.st_mtime_ns)
+        known = self._known.get(path)
+        if known is None or known[0] != key:
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            known = self._known[path] = (key, digest.hexdigest())
+        return known[1]
+
+
+def current_rows(rows: list[dict], found: list[tuple[int, Path]], digest) -> list[dict]:
+    """The rows that judged a checkpoint as it is now: same iteration, same file content."""
+    now = {it: path for it, path in found}
+    return [r for r in rows if r["iteration"] in now and r.get("checkpoint_sha256") == digest(now[r["iteration"]])]
 
 
 def best_row(rows: list[dict]) -> dict:
@@ -138,7 +168,7 @@ def judged_alike(row: dict, settings: dict) -> bool:
                for k, v in settings.items())
 
 
-def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
+def _evaluate(iteration: int, checkpoint: Path, sha256: str, out: Path, args) -> dict:
     from bcg_train.cli.evaluate import main as evaluate
     from bcg_train.cli.export import main as export
 
@@ -154,7 +184,7 @@ def _evaluate(iteration: int, checkpoint: Path, out: Path, args) -> dict:
                  "--out", str(eval_dir), *judged_with]) != 0:
         raise ContractError(policy, "bcg-eval failed")
     summary = json.loads((eval_dir / "summary.json").read_text())
-    return {"iteration": iteration, "falls": summary["falls"], "seeds": summary["seeds"],
+    return {"checkpoint_sha256": sha256, "iteration": iteration, "falls": summary["falls"], "seeds": summary["seeds"],
             "e_track_cm": round(summary["tracking_error_cm_mean"], 3), "root_z_cm": round(summary["root_height_error_cm"]["mean"], 3),
             "flight_s": None if summary.get("longest_flight_s_mean") is None else round(summary["longest_flight_s_mean"], 4),
             **{k: v for k, v in judging_settings(args).items() if k != "seeds"}}
@@ -174,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="judge every checkpoint under this training config's DR and contact (default: the run's own)")
     parser.add_argument("--poll-s", type=positive_float, default=30.0, help="seconds between looks at the run directory with --watch")
     args = parser.parse_args(argv)
+    if args.first_seed + args.seeds > REPORT_FIRST_SEED:  # chosen on the seeds bcg-eval reports on: in-sample figures
+        parser.error(f"selection seeds {args.first_seed}-{args.first_seed + args.seeds - 1} reach into the held-out seeds "
+                     f"bcg-eval reports on ({REPORT_FIRST_SEED} on): choose them below {REPORT_FIRST_SEED}")
 
     with exit_on_input_error(parser.prog):
         started = time.time()  # a summary.json older than this is an earlier run's
@@ -194,13 +227,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bcg-select-checkpoint: {len(rows) - len(alike)} row(s) of {table} were judged under other seeds, duration "
                   f"or config (or did not record them): evaluated again", flush=True)
         rows = alike
+        digest = FileDigests()
         while True:
             summary = args.run_dir / "summary.json"
             finished = summary.is_file() and summary.stat().st_mtime >= started
-            found = args.run_dir / ("policies" if (args.run_dir / "policies").is_dir() else "checkpoints")
-            due = due_checkpoints(found, args.every, {r["iteration"] for r in rows})
+            found = checkpoints(args.run_dir / ("policies" if (args.run_dir / "policies").is_dir() else "checkpoints"), args.every)
+            current = current_rows(rows, found, digest)
+            if len(current) < len(rows):
+                print(f"bcg-select-checkpoint: {len(rows) - len(current)} row(s) of {table} judged a checkpoint that is "
+                      "gone or has changed since (another run's, or judged before the file recorded its digest): "
+                      "dropped, and their checkpoints judged again", flush=True)
+                rows = current
+                write_rows(table, rows)
+            done = {r["iteration"] for r in rows}
+            due = [(it, path) for it, path in found if it not in done]
             for iteration, checkpoint in due:
-                row = _evaluate(iteration, checkpoint, out, args)
+                row = _evaluate(iteration, checkpoint, digest(checkpoint), out, args)
                 rows.append(row)
                 write_rows(table, rows)
                 flight = f", longest flight {row['flight_s']:.3f} s" if row["flight_s"] is not None else ""

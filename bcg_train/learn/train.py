@@ -327,6 +327,11 @@ def train(
         if config_hash(ckpt.config) != config_hash(cfg):
             raise CheckpointError(ckpt.path, "checkpoint was trained with a different config")
         check_checkpoint_motion(ckpt)
+    elif any((run_dir / "checkpoints").glob("*.pkl")):
+        # a fresh run would leave an earlier run's later checkpoints beside its own: bcg-export
+        # <run dir> takes the newest by name, and bcg-select-checkpoint judges them as this run's
+        raise CheckpointError(run_dir, "holds checkpoints of an earlier run: --resume one of them, or train into "
+                                       "another run directory")
     source = warm_start_source(cfg) if resume is None and cfg.init_from else None
     task = task if task is not None else make_task(cfg)
     robot = getattr(task, "robot", None)

@@ -47,6 +47,8 @@ def test_eval_smoke(tmp_path, capsys):
     assert eval_main([str(policy), "--seeds", "1", "--first-seed", "7", "--duration", "0.2", "--out", str(tmp_path / "late")]) == 0
     late = json.loads((tmp_path / "late" / "summary.json").read_text())
     assert [s["seed"] for s in late["per_seed"]] == [7] and late["first_seed"] == 7
+    assert summary["held_out"] and not late["held_out"]  # 7 is a selection seed: in-sample, and said so
+    assert "note: seeds from 7 are selection seeds" in capsys.readouterr().out
     # judged under another training config's DR: the summary names it and the ranges it used
     judge = tmp_path / "judge.train.yaml"
     judge.write_text("task:\n  domain:\n    push_velocity: 0.7\n")

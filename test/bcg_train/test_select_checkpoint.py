@@ -1,25 +1,60 @@
 """bcg-select-checkpoint: which checkpoints are due, the choice rule, and its errors."""
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from bcg_robot.errors import BCGInputError
-from bcg_train.cli.select_checkpoint import best_row, due_checkpoints, main, read_rows
+from bcg_train.cli.select_checkpoint import best_row, checkpoints, main, read_rows
 
 
-def test_due_checkpoints_are_the_unevaluated_multiples_in_order(tmp_path):
+def test_checkpoints_are_the_multiples_in_order(tmp_path):
     ckpts = tmp_path / "checkpoints"
     ckpts.mkdir()
     for it in (25, 50, 75, 100, 150, 163):
         (ckpts / f"{it:06d}.pkl").write_bytes(b"")
     (ckpts / "000200.tmp").write_bytes(b"")  # a checkpoint being written
     (ckpts / "notes.pkl").write_bytes(b"")
-    assert [it for it, _ in due_checkpoints(ckpts, 50, set())] == [50, 100, 150]
-    assert [it for it, _ in due_checkpoints(ckpts, 50, {100})] == [50, 150]
-    assert [p.name for _, p in due_checkpoints(ckpts, 25, {50, 100, 150})] == ["000025.pkl", "000075.pkl"]
-    assert due_checkpoints(tmp_path / "none", 50, set()) == []
+    assert [it for it, _ in checkpoints(ckpts, 50)] == [50, 100, 150]
+    assert [p.name for _, p in checkpoints(ckpts, 25)] == ["000025.pkl", "000050.pkl", "000075.pkl", "000100.pkl", "000150.pkl"]
+    assert checkpoints(tmp_path / "none", 50) == []
+
+
+def test_a_row_is_reused_only_for_the_checkpoint_file_it_judged(tmp_path, monkeypatch):
+    """Rows were matched on the iteration alone: a fresh run into the same directory reused the
+    earlier run's figures for its own checkpoints (and judged the earlier run's later ones as its
+    own). A row whose file changed or is gone is dropped and its checkpoint judged again."""
+    import bcg_train.cli.evaluate as evaluate_cli
+    import bcg_train.cli.export as export_cli
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    for it in (50, 100):
+        (run / "checkpoints" / f"{it:06d}.pkl").write_bytes(f"first run {it}".encode())
+    calls = []
+
+    def fake_eval(argv):
+        calls.append(argv[argv.index("--out") + 1])
+        out = Path(calls[-1])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps({"falls": 0, "seeds": 20, "tracking_error_cm_mean": 1.0,
+                                                      "root_height_error_cm": {"mean": 1.0}}))
+        return 0
+
+    monkeypatch.setattr(export_cli, "main", lambda argv: 0)
+    monkeypatch.setattr(evaluate_cli, "main", fake_eval)
+    assert main([str(run)]) == 0 and len(calls) == 2
+    calls.clear()
+    assert main([str(run)]) == 0 and calls == []  # nothing changed: every row reused
+    (run / "checkpoints" / "000050.pkl").write_bytes(b"second run 50")  # another run's iteration 50
+    (run / "checkpoints" / "000100.pkl").unlink()
+    assert main([str(run)]) == 0
+    assert len(calls) == 1 and "it000050" in calls[0]
+    rows = read_rows(run / "select" / "checkpoints.csv")
+    assert [r["iteration"] for r in rows] == [50]
+    assert rows[0]["checkpoint_sha256"] == hashlib.sha256(b"second run 50").hexdigest()
 
 
 def test_best_is_fewest_falls_then_lowest_error_then_earliest():
@@ -38,7 +73,7 @@ def test_best_is_fewest_falls_then_lowest_error_then_earliest():
 def test_read_rows_types_and_a_table_from_before_the_flight_column(tmp_path):
     table = tmp_path / "checkpoints.csv"
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm,flight_s\n50,4,20,1.25,0.5,0.125\n100,2,20,1.0,0.4,\n")
-    unrecorded = {"first_seed": None, "duration_s": None, "judged_with": None}  # tables from before those columns
+    unrecorded = {"first_seed": None, "duration_s": None, "judged_with": None, "checkpoint_sha256": None}  # tables from before those columns
     assert read_rows(table) == [{"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5, "flight_s": 0.125, **unrecorded},
                                 {"iteration": 100, "falls": 2, "seeds": 20, "e_track_cm": 1.0, "root_z_cm": 0.4, "flight_s": None, **unrecorded}]
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm\n50,4,20,1.25,0.5\n")  # written before flight_s
@@ -46,7 +81,8 @@ def test_read_rows_types_and_a_table_from_before_the_flight_column(tmp_path):
     table.write_text("iteration,falls,seeds,e_track_cm,root_z_cm,flight_s,first_seed,duration_s,judged_with\n"
                      "50,4,20,1.25,0.5,,100,8.0,own\n")
     assert read_rows(table)[0] | {} == {"iteration": 50, "falls": 4, "seeds": 20, "e_track_cm": 1.25, "root_z_cm": 0.5,
-                                        "flight_s": None, "first_seed": 100, "duration_s": 8.0, "judged_with": "own"}
+                                        "flight_s": None, "first_seed": 100, "duration_s": 8.0, "judged_with": "own",
+                                        "checkpoint_sha256": None}
     assert read_rows(tmp_path / "missing.csv") == []
 
 
@@ -92,8 +128,9 @@ def test_an_older_table_gains_the_new_columns_and_its_unrecorded_rows_are_judged
     monkeypatch.setattr(evaluate_cli, "main", fake_eval)
     assert main([str(run)]) == 0
     lines = table.read_text().splitlines()
-    assert lines == ["iteration,falls,seeds,e_track_cm,root_z_cm,flight_s,first_seed,duration_s,judged_with",
-                     "50,1,20,2.0,1.0,0.097,0,8.0,own", "100,1,20,2.0,1.0,0.097,0,8.0,own"]
+    empty = hashlib.sha256(b"").hexdigest()  # the checkpoints' (empty) files
+    assert lines == ["iteration,falls,seeds,e_track_cm,root_z_cm,flight_s,first_seed,duration_s,judged_with,checkpoint_sha256",
+                     f"50,1,20,2.0,1.0,0.097,0,8.0,own,{empty}", f"100,1,20,2.0,1.0,0.097,0,8.0,own,{empty}"]
     assert not list((run / "select").glob("*.tmp"))
     assert json.loads((run / "select" / "best.json").read_text())["flight_s"] == 0.097
 
@@ -205,12 +242,12 @@ def test_judging_config_reaches_every_evaluation_and_best_json(tmp_path, monkeyp
 
     # run again under other seeds or another judging config, with the table kept: every row is
     # judged again (they were reused, and best.json named settings they were not judged under)
-    for extra in (["--first-seed", "100", "--seeds", "50"], ["--train-config", str(judge)], []):
+    for extra in (["--first-seed", "40", "--seeds", "50"], ["--train-config", str(judge)], []):
         calls.clear()
         assert main([str(run), *extra]) == 0
         assert len(calls) == 2, extra
         rows = read_rows(run / "select" / "checkpoints.csv")
-        assert all(r["first_seed"] == (100 if extra[:1] == ["--first-seed"] else 0) for r in rows)
+        assert all(r["first_seed"] == (40 if extra[:1] == ["--first-seed"] else 0) for r in rows)
     calls.clear()
     assert main([str(run)]) == 0 and calls == []  # the same settings: nothing to judge again
 
@@ -251,3 +288,13 @@ def test_a_table_that_is_not_the_selection_csv_is_one_line_naming_it(tmp_path, c
         main([str(tmp_path / "run")])
     assert exc.value.code == 2
     assert capsys.readouterr().err.strip() == f"bcg-select-checkpoint: error: {table}: {problem}"
+
+
+@pytest.mark.parametrize("extra", [["--seeds", "150"], ["--first-seed", "90"], ["--first-seed", "100", "--seeds", "5"]])
+def test_selection_seeds_that_reach_the_held_out_report_seeds_are_refused(tmp_path, capsys, extra):
+    """Checkpoints chosen on seeds bcg-eval reports on (100 on by default) give in-sample figures
+    reported as held out."""
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "run"), *extra])
+    assert exc.value.code == 2
+    assert "reach into the held-out seeds bcg-eval reports on (100 on)" in capsys.readouterr().err
