@@ -262,6 +262,23 @@ def history_from_metrics_csv(path: Path) -> tuple[list[dict], int]:
     return rows, per_iteration
 
 
+JUDGING_KEYS = ("seeds", "first_seed", "duration_s", "judged_with")  # what a selection row was judged under
+
+
+def check_judged_alike(out: Path, judged: dict[str, list[dict]]) -> None:
+    """Every method's policies judged under the same seeds, rollout length and config: an arm judged
+    on 5 seeds passes "<= 2 falls" far more easily than one judged on 20."""
+    seen: dict[tuple, str] = {}
+    for method, rows in judged.items():
+        for row in rows:
+            settings = tuple(row.get(k) for k in JUDGING_KEYS)
+            seen.setdefault(settings, f"{method} iteration {row['iteration']}")
+    if len(seen) > 1:
+        (a, where_a), (b, where_b) = list(seen.items())[:2]
+        raise BCGInputError(out, f"the selection tables judged under different settings ({', '.join(JUDGING_KEYS)}): "
+                                 f"{where_a} {list(a)}, {where_b} {list(b)}; judge every method alike (bcg-select-checkpoint)")
+
+
 def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float) -> dict:
     """benchmark.json from each method's history and selection table under ``out``."""
     from bcg_train.cli.select_checkpoint import read_rows
@@ -289,14 +306,18 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
         }
     if not results:  # an empty benchmark.json would read as a benchmark that ran nothing
         raise BCGInputError(out, f"nothing to report: no {', '.join(METHODS)} folder with a history.json or metrics.csv (--report)")
+    check_judged_alike(out, {m: r["judged"] for m, r in results.items()})
     ref = (results.get("shac_bcg", {}).get("evaluated_threshold") or {}).get("env_steps")
     ratios = {}
     for m in ("ppo", "shac_stiff"):
         other = (results.get(m, {}).get("evaluated_threshold") or {}).get("env_steps")
         if ref and other:
             ratios[f"{m}_to_shac_bcg_env_steps"] = other / ref
-        elif ref and m in results:  # not reached: at least its budget / SHAC+BCG's steps
-            ratios[f"{m}_to_shac_bcg_env_steps_at_least"] = results[m]["env_steps_total"] / ref
+        elif ref and m in results and results[m]["judged"]:
+            # not reached by any judged policy: at least the last judged one's steps / SHAC+BCG's (not
+            # its whole budget: past the last judged policy nothing is known; none judged, no ratio)
+            last = max(int(r["iteration"]) for r in results[m]["judged"])
+            ratios[f"{m}_to_shac_bcg_env_steps_at_least"] = last * plotted[m]["steps_per_iteration"] / ref
     verdict = {"threshold": {"max_falls": max_falls, "max_e_track_cm": max_e_track_cm, "training_threshold_cm": threshold_cm},
                "methods": results, "ratios": ratios}
     (out / "benchmark.json").write_text(json.dumps(verdict, indent=2) + "\n")

@@ -12,6 +12,7 @@ import pytest
 from brax.training.acme import running_statistics
 
 from bcg_robot.config import load_robot_config
+from bcg_robot.errors import BCGInputError
 from bcg_robot.observation import observation_size
 from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_train.cli.benchmark import evaluated_threshold, main, method_config, ppo_policy_writer, report
@@ -62,6 +63,26 @@ def test_report_gives_ratios_and_a_lower_bound_for_a_method_that_never_passes(tm
     assert json.loads((tmp_path / "benchmark.json").read_text())["ratios"] == verdict["ratios"]
     assert "not reached" in capsys.readouterr().out
     assert (tmp_path / "benchmark.png").stat().st_size > 10_000
+
+
+def test_the_lower_bound_counts_only_judged_policies_and_every_method_is_judged_alike(tmp_path):
+    """PPO judged only up to iteration 100 of its 300: the bound is what was judged (100 iterations'
+    steps), not its whole budget; with no PPO policy judged there is no bound (it read 12x with
+    policies_judged 0). A method judged on 5 seeds beside one on 20 is refused."""
+    _write_method(tmp_path / "a", "shac_bcg", 256, 200, [(100, 5, 1.0), (200, 1, 1.2)])
+    _write_method(tmp_path / "a", "ppo", 1536, 300, [(50, 20, 3.0), (100, 9, 2.0)])
+    verdict = report(tmp_path / "a", threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
+    assert verdict["ratios"]["ppo_to_shac_bcg_env_steps_at_least"] == pytest.approx(100 * 1536 / (200 * 256))
+    _write_method(tmp_path / "b", "shac_bcg", 256, 200, [(100, 5, 1.0), (200, 1, 1.2)])
+    _write_method(tmp_path / "b", "ppo", 1536, 300, [])
+    verdict = report(tmp_path / "b", threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
+    assert verdict["methods"]["ppo"]["policies_judged"] == 0 and verdict["ratios"] == {}
+    _write_method(tmp_path / "c", "shac_bcg", 256, 200, [(100, 5, 1.0), (200, 1, 1.2)])
+    _write_method(tmp_path / "c", "ppo", 1536, 300, [(100, 1, 1.0)])
+    table = tmp_path / "c" / "ppo" / "select" / "checkpoints.csv"
+    table.write_text(table.read_text().replace("100,1,20,", "100,1,5,"))  # judged on 5 seeds
+    with pytest.raises(BCGInputError, match="judged under different settings"):
+        report(tmp_path / "c", threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
 
 
 def test_report_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
