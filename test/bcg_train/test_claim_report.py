@@ -52,6 +52,14 @@ def test_claim_json_has_exactly_the_published_shape_and_the_right_figures():
     assert bcg["bundled_fraction"] == pytest.approx(0.1) and stiff["bundled_fraction"] is None  # only BCG bundles
     assert ppo["gradient_variance"] is None and bcg["gradient_variance"] == 2.0
     json.dumps(claim, allow_nan=False)  # strict JSON: no NaN anywhere
+    # one SHAC+BCG seed that never reached the threshold: no ratio from the four that did
+    results = synthetic()
+    bcg_result = results[0]
+    never = [0.13, 0.12, 0.12, 0.12]
+    bcg_result.seeds[4] = SeedResult(4, curve(never, 1_000), score(never[-1]), score(never[-1]), 0.1)
+    partial = claim_json(results, protocol)
+    assert partial["methods"]["shac_bcg_stiff"]["env_steps_to_threshold"] == [2000] * 4 + [None]
+    assert partial["ppo_to_shac_bcg_env_steps"] is None
 
 
 def test_first_below_skips_undefined_points():
