@@ -68,6 +68,16 @@ def checkpoints(checkpoint_dir: Path, every: int) -> list[tuple[int, Path]]:
     return found
 
 
+def run_finished(run_dir: Path, started: float, found: list[Path]) -> bool:
+    """The run wrote its summary.json since this command started, or after its last checkpoint (a
+    run that had finished before ``--watch`` started was waited on forever)."""
+    summary = run_dir / "summary.json"
+    if not summary.is_file():
+        return False
+    written = summary.stat().st_mtime
+    return written >= started or (bool(found) and all(written >= path.stat().st_mtime for path in found))
+
+
 class FileDigests:
     """SHA-256 of files, each read again only when its size or modification time changes
     (``--watch`` looks at every checkpoint at each poll)."""
@@ -229,9 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = alike
         digest = FileDigests()
         while True:
-            summary = args.run_dir / "summary.json"
-            finished = summary.is_file() and summary.stat().st_mtime >= started
             found = checkpoints(args.run_dir / ("policies" if (args.run_dir / "policies").is_dir() else "checkpoints"), args.every)
+            finished = run_finished(args.run_dir, started, [path for _, path in found])
             current = current_rows(rows, found, digest)
             if len(current) < len(rows):
                 print(f"bcg-select-checkpoint: {len(rows) - len(current)} row(s) of {table} judged a checkpoint that is "

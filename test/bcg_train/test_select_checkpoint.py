@@ -298,3 +298,36 @@ def test_selection_seeds_that_reach_the_held_out_report_seeds_are_refused(tmp_pa
         main([str(tmp_path / "run"), *extra])
     assert exc.value.code == 2
     assert "reach into the held-out seeds bcg-eval reports on (100 on)" in capsys.readouterr().err
+
+
+def test_watching_a_run_that_had_already_finished_returns(tmp_path, monkeypatch):
+    """--watch waited for a summary.json written after it started: on a run that had finished
+    before, it polled forever. A summary newer than every checkpoint means the run is over."""
+    import os
+    import threading
+
+    import bcg_train.cli.evaluate as evaluate_cli
+    import bcg_train.cli.export as export_cli
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "000050.pkl").write_bytes(b"50")
+    (run / "summary.json").write_text("{}")
+    old = os.stat(run / "checkpoints" / "000050.pkl").st_mtime - 3600  # both an hour old, the summary last
+    os.utime(run / "checkpoints" / "000050.pkl", (old, old))
+    os.utime(run / "summary.json", (old + 1, old + 1))
+
+    def fake_eval(argv):
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps({"falls": 0, "seeds": 20, "tracking_error_cm_mean": 1.0,
+                                                      "root_height_error_cm": {"mean": 1.0}}))
+        return 0
+
+    monkeypatch.setattr(export_cli, "main", lambda argv: 0)
+    monkeypatch.setattr(evaluate_cli, "main", fake_eval)
+    done = []
+    watcher = threading.Thread(target=lambda: done.append(main([str(run), "--watch", "--poll-s", "0.05"])), daemon=True)
+    watcher.start()
+    watcher.join(timeout=30)
+    assert done == [0]
