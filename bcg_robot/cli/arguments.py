@@ -19,14 +19,7 @@ def positive_float(text: str) -> float:
 def positive_float_at_most(limit: float):
     """A :func:`positive_float` validator that also refuses values above ``limit`` (a rollout's
     length: ``--duration 1e308`` was an OverflowError traceback after the models had loaded)."""
-
-    def validate(text: str) -> float:
-        value = positive_float(text)
-        if value > limit:
-            raise argparse.ArgumentTypeError(f"must be at most {limit:g}, got {text!r}")
-        return value
-
-    return validate
+    return _at_most(positive_float, limit)
 
 
 def nonnegative_float(text: str) -> float:
@@ -40,9 +33,12 @@ def nonnegative_float(text: str) -> float:
 def nonnegative_float_at_most(limit: float):
     """A :func:`nonnegative_float` validator that also refuses values above ``limit`` (a run length
     whose 0 means "the default": ``--run-seconds 1e308`` was an OverflowError after the processes had started)."""
+    return _at_most(nonnegative_float, limit)
 
+
+def _at_most(validator, limit: float):
     def validate(text: str) -> float:
-        value = nonnegative_float(text)
+        value = validator(text)
         if value > limit:
             raise argparse.ArgumentTypeError(f"must be at most {limit:g}, got {text!r}")
         return value

@@ -10,6 +10,27 @@ from bcg_robot.errors import BCGInputError
 from bcg_train.cli.select_checkpoint import best_row, checkpoints, main, read_rows
 
 
+def _judge_standing(monkeypatch) -> list[str]:
+    """bcg-export and bcg-eval (our own CLIs, tested on their own) replaced by a recorder that writes
+    a standing policy's summary; returns the evaluation folders it was asked for, in order."""
+    import bcg_train.cli.evaluate as evaluate_cli
+    import bcg_train.cli.export as export_cli
+
+    calls = []
+
+    def fake_eval(argv):
+        calls.append(argv[argv.index("--out") + 1])
+        out = Path(calls[-1])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps({"falls": 0, "seeds": 20, "tracking_error_cm_mean": 1.0,
+                                                      "root_height_error_cm": {"mean": 1.0}}))
+        return 0
+
+    monkeypatch.setattr(export_cli, "main", lambda argv: 0)
+    monkeypatch.setattr(evaluate_cli, "main", fake_eval)
+    return calls
+
+
 def test_checkpoints_are_the_multiples_in_order(tmp_path):
     ckpts = tmp_path / "checkpoints"
     ckpts.mkdir()
@@ -26,25 +47,11 @@ def test_a_row_is_reused_only_for_the_checkpoint_file_it_judged(tmp_path, monkey
     """Rows were matched on the iteration alone: a fresh run into the same directory reused the
     earlier run's figures for its own checkpoints (and judged the earlier run's later ones as its
     own). A row whose file changed or is gone is dropped and its checkpoint judged again."""
-    import bcg_train.cli.evaluate as evaluate_cli
-    import bcg_train.cli.export as export_cli
-
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     for it in (50, 100):
         (run / "checkpoints" / f"{it:06d}.pkl").write_bytes(f"first run {it}".encode())
-    calls = []
-
-    def fake_eval(argv):
-        calls.append(argv[argv.index("--out") + 1])
-        out = Path(calls[-1])
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps({"falls": 0, "seeds": 20, "tracking_error_cm_mean": 1.0,
-                                                      "root_height_error_cm": {"mean": 1.0}}))
-        return 0
-
-    monkeypatch.setattr(export_cli, "main", lambda argv: 0)
-    monkeypatch.setattr(evaluate_cli, "main", fake_eval)
+    calls = _judge_standing(monkeypatch)
     assert main([str(run)]) == 0 and len(calls) == 2
     calls.clear()
     assert main([str(run)]) == 0 and calls == []  # nothing changed: every row reused
@@ -306,9 +313,6 @@ def test_watching_a_run_that_had_already_finished_returns(tmp_path, monkeypatch)
     import os
     import threading
 
-    import bcg_train.cli.evaluate as evaluate_cli
-    import bcg_train.cli.export as export_cli
-
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "000050.pkl").write_bytes(b"50")
@@ -317,15 +321,7 @@ def test_watching_a_run_that_had_already_finished_returns(tmp_path, monkeypatch)
     os.utime(run / "checkpoints" / "000050.pkl", (old, old))
     os.utime(run / "summary.json", (old + 1, old + 1))
 
-    def fake_eval(argv):
-        out = Path(argv[argv.index("--out") + 1])
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps({"falls": 0, "seeds": 20, "tracking_error_cm_mean": 1.0,
-                                                      "root_height_error_cm": {"mean": 1.0}}))
-        return 0
-
-    monkeypatch.setattr(export_cli, "main", lambda argv: 0)
-    monkeypatch.setattr(evaluate_cli, "main", fake_eval)
+    _judge_standing(monkeypatch)
     done = []
     watcher = threading.Thread(target=lambda: done.append(main([str(run), "--watch", "--poll-s", "0.05"])), daemon=True)
     watcher.start()
