@@ -246,10 +246,13 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
         marks["fault"] = driver.corrupt_crc(opts.dropout_ms / 1e3)
         extra["probe"] = _probe_result(probe, scen_dir)
     elif name == "foreign":
+        # the injection is dated at the cue, before the probe can send: its own record of its first
+        # command is taken after the write returns, and a probe descheduled there dated it after the
+        # node's trip, which then read as a trip before the injection
+        marks["fault"] = time.monotonic()
         _fire_probe(probe)
-        started = driver.note(f"second commander fired ({interface}, {FOREIGN_COMMANDS} default-pose commands at 100 Hz)")
+        driver.note(f"second commander fired ({interface}, {FOREIGN_COMMANDS} default-pose commands at 100 Hz)")
         extra["probe"] = _probe_result(probe, scen_dir)
-        marks["fault"] = extra["probe"].get("first_sent_at") or started
     elif name == "kill":
         marks["fault"] = group.kill("policy")
         driver.note("policy node killed (SIGKILL)")
@@ -429,7 +432,7 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
                 + (f"; fell (root {min_z:.2f} m)" if fell else "")
                 + (f"; bridge dropped {log.counters.get('bad_crc', 0)} bad-CRC LowCmds of "
                    f"{extra.get('probe', {}).get('sent_bad', '?')} sent" if scenario.name == "crc" else "")
-                + (f"; the node tripped {trip_ms:.0f} ms after the second writer's first command (the motors obey "
+                + (f"; the node tripped {trip_ms:.0f} ms after the second writer was cued (the motors obey "
                    f"both writers until it stops); sentinel: {sentinel_report or 'no report'}"
                    if scenario.name == "foreign" and trip_ms is not None else "")
                 + ("; the elastic band still held the robot in the RUN" if band_held else "")
