@@ -240,12 +240,12 @@ class BundledSim:
         m = self._slots(k)
         chunks = 1 + -(-(m * b) // k)
         env = jnp.concatenate([jnp.arange(k, dtype=jnp.int32), jnp.zeros(((chunks - 1) * k,), jnp.int32)])
-        # a running bundle that keeps its slot (slot_assignment: running bundles first, in
-        # environment order) continues from its branches, and its nominal row's result is
-        # discarded; cut that row's input from the gradient, or a row that blows up while the
-        # branches do not sends NaN (0 x inf) back into the environment's state
+        # a running bundle that keeps its slot (slot_assignment puts running bundles first, so
+        # which ones keep theirs is known before the nominal step) continues from its branches,
+        # and its nominal row's result is discarded; cut that row's input from the gradient, or a
+        # row that blows up while the branches do not sends NaN (0 x inf) back into the state
         running = bundle.steps_left > 0
-        discarded = running & (jnp.cumsum(running) <= m)
+        discarded = running & jnp.zeros((k,), bool).at[slot_assignment(running, running, m)].set(True)
         nominal_in = lambda x: _select(discarded, jax.lax.stop_gradient(x), x)  # noqa: E731
         rows = _Rows(
             qpos=nominal_in(pre.qpos)[env], qvel=nominal_in(pre.qvel)[env], qacc_warmstart=nominal_in(pre.qacc_warmstart)[env],
