@@ -160,18 +160,20 @@ def check_launch_argument_names(given: Iterable[str], declared: Sequence[LaunchA
             raise ValueError(f"{launch_file}: unknown launch argument '{name}' (did you mean '{close[0]}'?)")
 
 
-def float_launch_argument(args: dict[str, str], name: str, launch_file: str) -> float:
-    try:
-        return float(args[name])
-    except ValueError:
-        raise ValueError(f"{launch_file}: launch argument {name}:='{args[name]}' is not a number") from None
-
-
 def int_launch_argument(args: dict[str, str], name: str, launch_file: str) -> int:
+    return _number_launch_argument(args, name, launch_file, int)
+
+
+def float_launch_argument(args: dict[str, str], name: str, launch_file: str) -> float:
+    return _number_launch_argument(args, name, launch_file, float)
+
+
+def _number_launch_argument(args: dict[str, str], name: str, launch_file: str, kind: type):
     try:
-        return int(args[name])
+        return kind(args[name])
     except ValueError:
-        raise ValueError(f"{launch_file}: launch argument {name}:='{args[name]}' is not an integer") from None
+        raise ValueError(f"{launch_file}: launch argument {name}:='{args[name]}' is not "
+                         f"{'an integer' if kind is int else 'a number'}") from None
 
 
 def file_launch_argument(args: dict[str, str], name: str, launch_file: str) -> str:

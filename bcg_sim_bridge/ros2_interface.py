@@ -40,7 +40,6 @@ def fill_imu(msg: Imu, state: BridgeState, stamp) -> Imu:
     return msg
 
 
-
 def receive_command(data, num_joints: int, counters: InterfaceCounters) -> tuple[LowCommand | None, str]:
     """What the motors get from one command message, counted: the command, or None and why it
     was dropped (malformed; a non-finite value, for which MuJoCo would zero every motor's control)."""
@@ -54,6 +53,7 @@ def receive_command(data, num_joints: int, counters: InterfaceCounters) -> tuple
         return None, "a non-finite value"
     counters.add("accepted")
     return cmd, ""
+
 
 class Ros2Interface:
     def __init__(self, node: Node, joint_names: tuple[str, ...], on_command: CommandSink, callback_group=None):
