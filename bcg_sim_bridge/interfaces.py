@@ -17,6 +17,7 @@ class InterfaceCounters:
     """Incoming-command bookkeeping, shared between the DDS callback thread and the loop."""
 
     accepted: int = 0
+    ab_ankle_mode: int = 0  # unitree_sdk commands with mode_pr 1 (A/B ankles, not simulated), dropped whole
     bad_crc: int = 0
     bad_mode_machine: int = 0
     disabled_motor_cmds: int = 0  # accepted commands that disabled one of the robot's motors (zero torque there)

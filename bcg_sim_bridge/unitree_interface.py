@@ -4,7 +4,10 @@ Exactly what the policy node's ``unitree_sdk`` backend talks to on a real G1: it
 cannot tell the two apart except by the network interface and domain id. Messages are
 packed and unpacked by :mod:`bcg_robot.unitree_hg`, whose motor mode rule the bridge
 applies like the robot: a joint whose motor mode is not 1 is disabled (zero torque), and
-the command is counted in ``disabled_motor_cmds``.
+the command is counted in ``disabled_motor_cmds``. The bridge simulates the ankles in
+pitch/roll mode only: a command in A/B mode (``mode_pr`` 1), whose ankle targets the robot
+would read as motor A/B positions, is dropped whole and counted in ``ab_ankle_mode``
+rather than applied as if it were pitch/roll.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from unitree_sdk2py.core.channel import ChannelPublisher, ChannelSubscriber
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
 from bcg_robot.remote import BUTTON_BITS, RemoteState
-from bcg_robot.unitree_hg import (CommandVerdict, LowStateSample, check_low_cmd, new_low_state, pack_low_state,
-                                  unpack_low_cmd)
+from bcg_robot.unitree_hg import (MODE_PR_PITCH_ROLL, CommandVerdict, LowStateSample, check_low_cmd, new_low_state,
+                                  pack_low_state, unpack_low_cmd)
 from bcg_robot.wire import UNITREE_COMMAND_TOPIC, UNITREE_MODE_MACHINE_29DOF, UNITREE_STATE_TOPIC, LowCommand
 from bcg_policy_node.interfaces.unitree_sdk_interface import init_channel_factory
 from bcg_sim_bridge.interfaces import CommandSink, InterfaceCounters
@@ -39,6 +42,9 @@ def receive_low_cmd(msg: LowCmd_, num_joints: int, counters: InterfaceCounters,
         return None
     if verdict is CommandVerdict.BAD_MODE_MACHINE:
         counters.add("bad_mode_machine")
+        return None
+    if msg.mode_pr != MODE_PR_PITCH_ROLL:  # A/B ankles: not simulated, so not applied as pitch/roll
+        counters.add("ab_ankle_mode")
         return None
     unpacked = unpack_low_cmd(msg, num_joints)
     if not unpacked.command.is_finite():  # MuJoCo would zero every motor's control for it: refused, counted

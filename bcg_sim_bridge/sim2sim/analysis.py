@@ -196,7 +196,7 @@ def realtime_factor(log: BridgeLog, mask: np.ndarray) -> float | None:
 
 
 # The bridge's counters of commands it refused or obeyed only in part (bcg_sim_bridge.interfaces).
-REJECTION_COUNTERS = ("bad_crc", "bad_mode_machine", "malformed", "disabled_motor_cmds", "nonfinite")
+REJECTION_COUNTERS = ("bad_crc", "bad_mode_machine", "ab_ankle_mode", "malformed", "disabled_motor_cmds", "nonfinite")
 
 
 def rejected_commands(counters: dict[str, int], injected_bad_crc: int = 0) -> dict[str, int]:

@@ -211,7 +211,7 @@ def test_a_nominal_run_passes_only_when_the_robot_ran_the_policy_on_its_own_in_r
     held = _nominal_verdict(tmp_path, band=True)
     assert not held["passed"] and held["band_held_in_run"] and "the elastic band still held the robot" in held["observed"]
     assert "release did not take effect" in held["harness_error"]  # the rig failed, not the policy: retried
-    for counter in ("bad_mode_machine", "disabled_motor_cmds", "bad_crc", "malformed", "nonfinite"):
+    for counter in ("bad_mode_machine", "ab_ankle_mode", "disabled_motor_cmds", "bad_crc", "malformed", "nonfinite"):
         refused = _nominal_verdict(tmp_path, counters={counter: 3})
         assert not refused["passed"] and refused["rejected_commands"] == {counter: 3}, refused["observed"]
         assert "the bridge refused or partly disabled commands" in refused["observed"]

@@ -5,7 +5,7 @@ import pytest
 
 from bcg_robot.config import load_robot_config
 from bcg_robot.remote import RemoteState
-from bcg_robot.unitree_hg import MOTOR_MODE_DISABLE, crc_ok, pack_low_cmd, pack_low_state, seal, unpack_low_state
+from bcg_robot.unitree_hg import MODE_PR_AB, MOTOR_MODE_DISABLE, crc_ok, pack_low_cmd, pack_low_state, seal, unpack_low_state
 from bcg_robot.wire import UNITREE_MODE_MACHINE_29DOF, LowCommand
 from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig
 from bcg_sim_bridge.interfaces import InterfaceCounters
@@ -60,6 +60,18 @@ def test_motor_mode_zero_disables_the_motor_at_the_bridge_and_is_counted(robot):
     np.testing.assert_allclose(np.delete(got.kp, 3), np.delete(robot.kp_array, 3), rtol=1e-6)
     snap = counters.snapshot()
     assert snap["accepted"] == 1 and snap["disabled_motor_cmds"] == 1
+
+
+def test_a_command_in_ab_ankle_mode_is_dropped_and_counted(robot):
+    """The robot reads the ankle targets of a mode_pr 1 command as motor A/B positions; the bridge
+    simulates pitch/roll ankles only, so it must not apply them as pitch/roll."""
+    counters = InterfaceCounters()
+    cmd = LowCommand.position(robot.default_q, robot.kp_array, robot.kd_array)
+    assert receive_low_cmd(pack_low_cmd(cmd, UNITREE_MODE_MACHINE_29DOF, mode_pr=MODE_PR_AB), robot.num_joints,
+                           counters) is None
+    assert receive_low_cmd(pack_low_cmd(cmd, UNITREE_MODE_MACHINE_29DOF), robot.num_joints, counters) is not None
+    snap = counters.snapshot()
+    assert (snap["ab_ankle_mode"], snap["accepted"]) == (1, 1)
 
 
 def test_remote_mask_names_buttons():
