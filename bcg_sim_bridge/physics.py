@@ -108,6 +108,7 @@ class BridgePhysics:
         self._anchor[2] += self._band.lift
         mujoco.mj_forward(self.model, self.data)
         self.steps = 0
+        self._band_auto_released = False
 
     # ------------------------------------------------- inputs (any thread)
     def set_command(self, cmd: LowCommand) -> None:
@@ -160,9 +161,11 @@ class BridgePhysics:
             band, push = self._band_engaged, self._push
             if push is not None and self.data.time >= push.until:
                 self._push = push = None
-        if band and self._band.release_after_s > 0 and self.data.time >= self._band.release_after_s:
-            self.set_band(False)
-            band = False
+        if self._release_due():
+            self._band_auto_released = True  # once: a band engaged again later stays engaged
+            if band:
+                self.set_band(False)
+                band = False
         if band:
             pos = self.data.qpos[:3]  # the root's free joint: the current state, as its velocity and tilt
             vel = self.data.qvel[:3]
@@ -173,6 +176,11 @@ class BridgePhysics:
             xfrc[3:] = -self._band.angular_stiffness * self._rotvec - self._band.angular_damping * self._omega_world
         if push is not None:
             xfrc[:3] += push.force
+
+    def _release_due(self) -> bool:
+        """Whether the band's automatic release (``release_after_s``) is due in this step."""
+        after = self._band.release_after_s
+        return after > 0 and not self._band_auto_released and self.data.time >= after
 
     def step(self, n: int = 1) -> None:
         for _ in range(n):

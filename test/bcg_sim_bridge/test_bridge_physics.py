@@ -180,6 +180,17 @@ def test_elastic_band_holds_a_limp_robot_until_released(robot):
     assert physics.snapshot().root_pos[2] < 0.5  # limp and released: it falls
 
 
+def test_the_bands_automatic_release_happens_once(robot):
+    """A band engaged again on request after ``release_after_s`` holds: it was released again on
+    the next step, so a robot caught by the operator after the release fell all the same."""
+    physics = BridgePhysics(robot, BridgeConfig(elastic_band=ElasticBandConfig(release_after_s=0.1)))
+    physics.step(100)  # 0.2 s
+    assert not physics.band_engaged
+    physics.set_band(True)
+    physics.step(10)
+    assert physics.band_engaged
+
+
 def test_the_bands_angular_damping_opposes_the_pelvis_rotation_in_the_world_frame(robot):
     """The free joint's angular velocity is in the body frame, the applied torque in the world's:
     damped as if they were one frame, a robot turned 180 degrees about z had its roll rate driven,
