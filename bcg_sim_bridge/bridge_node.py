@@ -9,7 +9,9 @@ overrides it. On exit it writes the run's trajectory log if ``log_path`` is set.
 The process is the policy node's (:func:`bcg_policy_node.node.spin.run_node`): ROS
 arguments rcl cannot parse, a parameter of the wrong type, a bad input file or a network
 interface the Unitree SDK cannot open are a one-line error and exit status 2, before any
-state is published; SIGINT or SIGTERM, or the end of a ``duration_s`` run, stop it.
+state is published; SIGINT or SIGTERM, or the end of a ``duration_s`` run, stop it. A
+simulation that diverges stops it too, before the diverged state is published, with a
+one-line error and exit status 1 (its log, with the diverged last row, is still written).
 
 Tests and benchmarks use the same process as their robot: state faults on ``sim/inject``
 (:mod:`bcg_sim_bridge.state_faults`), counters on ``sim/status``, and with
@@ -172,22 +174,23 @@ class SimBridgeNode(Node):
             t0 = time.perf_counter()
             physics.step()
             k += 1
-            if k % cfg.state_decimation == 0:
+            diverged = not physics.is_finite()  # before anything leaves: no reader may get a diverged state
+            if not diverged and k % cfg.state_decimation == 0:
                 if thinning.skip(pacer.lag_s):  # lag_s stays 0 when unpaced
                     self.interface.counters.add("states_skipped_behind")
                 else:
                     self._publish_state()
-            if self._clock_pub is not None:
+            if not diverged and self._clock_pub is not None:
                 clock.clock = Time(nanoseconds=int(physics.sim_time * 1e9)).to_msg()
                 self._clock_pub.publish(clock)
-            if self.recorder is not None and k % cfg.log_decimation == 0:
+            if self.recorder is not None and (diverged or k % cfg.log_decimation == 0):  # the log keeps the last state
                 cmd = physics.applied_command  # what the drives applied, not the latest received
                 zero = np.zeros(self.robot.num_joints)
                 self.recorder.record(
                     physics.snapshot(), time.monotonic(), *((cmd.q, cmd.kp, cmd.kd) if cmd is not None else (zero,) * 3)
                 )
-            if not physics.is_finite():
-                self.get_logger().error("simulation diverged (MuJoCo: unstable step / NaN state); stopping")
+            if diverged:
+                self.get_logger().error(f"{self.divergence_message()}; stopping")
                 self.diverged = True
                 break
             if self.recorder is not None:  # kept only for the log: a long run without one must not grow
@@ -206,8 +209,12 @@ class SimBridgeNode(Node):
             self._physics_failure = err
         self.stop_event.set()  # the run ended by itself (duration_s, divergence, an error): the process stops
 
-    def finish(self) -> None:
-        """Stop the physics loop, write the trajectory log, close the interface (run_node's ``close``)."""
+    def divergence_message(self) -> str:
+        return f"the simulation diverged at {self.physics.sim_time:.3f} s (MuJoCo: unstable step / NaN state)"
+
+    def finish(self) -> str | None:
+        """Stop the physics loop, write the trajectory log, close the interface (run_node's ``close``).
+        Returns the error the process exits with (status 1): a diverged simulation is a failed run."""
         self.stop_event.set()
         if self._physics_thread is not None:
             self._physics_thread.join()
@@ -217,6 +224,7 @@ class SimBridgeNode(Node):
             self.save_log()
         finally:
             self.interface.close()
+        return self.divergence_message() if self.diverged else None
 
     def save_log(self) -> None:
         if self.recorder is None:

@@ -66,14 +66,15 @@ def run_node(
     name: str,
     make_node: Callable[[], Any],
     args=None,
-    close: Callable[[Any], None] | None = None,
+    close: Callable[[Any], str | None] | None = None,
     start: Callable[[Any], str | None] | None = None,
     stop: threading.Event | None = None,
 ) -> int:
     """``main()`` of a single-node process: init rclpy with our own stop signals, build the
     node (a bad parameter or input file is a one-line error and exit status 2), run
     ``start(node)`` (it returns an error message to exit with status 2, or None), spin in a
-    single-threaded executor until SIGINT/SIGTERM, then ``close(node)``, destroy, shut down.
+    single-threaded executor until SIGINT/SIGTERM, then ``close(node)`` (it returns an error
+    message to exit with status 1, for a run that failed, or None), destroy, shut down.
     ``stop``: the event the signals set, for a process that also ends by itself (setting it)."""
     # a crash in native code (rclpy's or DDS's teardown once segfaulted after a one-line error,
     # under CI load) leaves the Python stack on stderr instead of only a -11
@@ -104,8 +105,11 @@ def run_node(
     finally:
         executor.shutdown()
         try:
-            if close is not None:
-                close(node)  # may raise (the bridge re-raises its physics loop's failure): clean up all the same
+            # may raise (the bridge re-raises its physics loop's failure): clean up all the same
+            failure = close(node) if close is not None else None
+            if failure:
+                print(f"{name}: error: {failure}", flush=True)
+                code = code or 1
         finally:
             with teardown_deadline():
                 node.destroy_node()

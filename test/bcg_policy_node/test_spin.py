@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import rclpy
@@ -31,6 +32,21 @@ def test_a_close_that_raises_still_destroys_the_node_and_shuts_ros_down():
     assert not rclpy.ok()
     with pytest.raises(InvalidHandle):  # destroy_node() released it
         made[0].get_name()
+
+
+def test_a_close_that_reports_a_failed_run_exits_1_with_a_one_line_error(capfd):
+    """The bridge's run ends by itself when its simulation diverges: that run failed, and the
+    process said so only in its log while it exited 0."""
+    stop = threading.Event()
+
+    def start(node):
+        stop.set()  # the run ends by itself at once
+
+    code = run_node("spin_test", lambda: Node("spin_close_fails"), args=[], start=start,
+                    close=lambda node: "the simulation diverged", stop=stop)
+    assert code == 1
+    assert "spin_test: error: the simulation diverged" in capfd.readouterr().out
+    assert not rclpy.ok()
 
 
 def test_a_teardown_that_hangs_ends_with_the_stacks_and_exit_1():
