@@ -39,7 +39,7 @@ from bcg_policy_node.node.parameters import declare_startup_parameter, reject_un
 from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.node.steady_timer import steady_timer
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, BridgeConfig
-from bcg_sim_bridge.pacing import RealtimePacer, StateThinning
+from bcg_sim_bridge.pacing import PacingStats, RealtimePacer, StateThinning
 from bcg_sim_bridge.physics import BridgePhysics
 from bcg_sim_bridge.recorder import TrajectoryRecorder
 from bcg_sim_bridge.state_faults import StateFaultInjector
@@ -94,6 +94,7 @@ class SimBridgeNode(Node):
         self.create_subscription(String, SIM_INJECT_TOPIC, self._on_inject, 10, callback_group=group)
         steady_timer(self, 0.2, self._publish_status, callback_group=group)
         self.recorder = TrajectoryRecorder() if self.cfg.log_path else None
+        self.pacer: RealtimePacer | None = None  # made when the loop starts
         self.diverged = False
         self.step_compute_s: list[float] = []
         self.events: list[tuple[float, str]] = []
@@ -125,6 +126,9 @@ class SimBridgeNode(Node):
         self._event(f"state dropout for {msg.data * 1e3:.0f} ms")
 
     def _on_corrupt(self, msg: Float64) -> None:
+        if self.cfg.interface == TRANSPORT_ROS2:  # refused, not recorded as a fault that never happened
+            self.get_logger().error("sim/corrupt_crc refused: the ros2 transport's state carries no CRC")
+            return
         with self._faults_lock:
             self._corrupt_until = self.physics.sim_time + msg.data
         self._event(f"corrupted lowstate CRC for {msg.data * 1e3:.0f} ms")
@@ -145,10 +149,19 @@ class SimBridgeNode(Node):
             self.interface.set_remote_buttons(buttons)
         self._event(f"inject: {msg.data}")
 
-    def _publish_status(self) -> None:
+    def status(self) -> dict:
+        """What ``sim/status`` says: the command counters, the injection, the tick, the band, pacing."""
         status = {**self.interface.counters.snapshot(), **self.injector.status(), "tick": self.physics.tick,
                   "band_engaged": self.physics.band_engaged}
-        self._status_pub.publish(String(data=json.dumps(status)))
+        if self.pacer is not None:  # how far the loop runs behind real time
+            stats, lag_s = self.pacer.snapshot()
+            status["pacing"] = {"lag_ms": round(max(lag_s, 0.0) * 1e3, 3), "max_lag_ms": round(stats.max_lag_s * 1e3, 3),
+                                "overruns": stats.overruns, "resyncs": stats.resyncs,
+                                "realtime_factor": round(stats.realtime_factor, 4)}
+        return status
+
+    def _publish_status(self) -> None:
+        self._status_pub.publish(String(data=json.dumps(self.status())))
 
     # ------------------------------------------------------------------- loop
     def _publish_state(self) -> None:
@@ -229,7 +242,7 @@ class SimBridgeNode(Node):
     def save_log(self) -> None:
         if self.recorder is None:
             return
-        stats = self.pacer.stats
+        stats, _ = self.pacer.snapshot() if self.pacer is not None else (PacingStats(), 0.0)
         counters = self.interface.counters.snapshot()
         with self._faults_lock:
             events = list(self.events)

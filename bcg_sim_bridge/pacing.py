@@ -38,27 +38,34 @@ class RealtimePacer:
         self._origin = self._start  # wall time of step ``_anchor_step``
         self._anchor_step = 0
         self.lag_s = 0.0  # how late the last step ended (> 0: behind the schedule)
+        self._lock = threading.Lock()  # the loop writes, the status timer reads
 
     def wait_next(self) -> None:
         """Block until the next step is due (returns at once when running as fast as possible)."""
-        self.stats.steps += 1
-        self.stats.sim_s += self.period
         now = time.monotonic()
-        self.stats.wall_s = now - self._start
-        if self.factor <= 0:
-            return
-        due = self._origin + (self.stats.steps - self._anchor_step) * self.period / self.factor
-        lag = now - due
-        self.lag_s = lag
-        if lag > 0:
-            self.stats.overruns += 1
-            self.stats.max_lag_s = max(self.stats.max_lag_s, lag)
-            if lag > self.max_lag:
-                self.stats.resyncs += 1
-                self._anchor_step = self.stats.steps
-                self._origin = now
-            return
+        with self._lock:
+            self.stats.steps += 1
+            self.stats.sim_s += self.period
+            self.stats.wall_s = now - self._start
+            if self.factor <= 0:
+                return
+            due = self._origin + (self.stats.steps - self._anchor_step) * self.period / self.factor
+            lag = now - due
+            self.lag_s = lag
+            if lag > 0:
+                self.stats.overruns += 1
+                self.stats.max_lag_s = max(self.stats.max_lag_s, lag)
+                if lag > self.max_lag:
+                    self.stats.resyncs += 1
+                    self._anchor_step = self.stats.steps
+                    self._origin = now
+                return
         self.stop_event.wait(-lag)
+
+    def snapshot(self) -> tuple[PacingStats, float]:
+        """A copy of the statistics and the last step's lag, for another thread."""
+        with self._lock:
+            return dataclasses.replace(self.stats), self.lag_s
 
 
 @dataclasses.dataclass
