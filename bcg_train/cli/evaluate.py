@@ -137,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         # the policy's own training config, written beside it by bcg-export (None: not there)
         own_yaml = args.policy.with_suffix(".train.yaml")
         own_cfg = load_train_config(own_yaml) if own_yaml.is_file() else None  # `extends` chains resolved, as in bcg-train
+        if own_cfg is not None:  # its clip and contact model judge the policy: it must be the policy's own
+            from bcg_train.export.policy import contract_mismatch
+
+            mismatch = contract_mismatch(contract, own_cfg)
+            if mismatch:
+                raise ContractError(own_yaml, f"not the training config of {args.policy.name}: {mismatch}")
         train_yaml = args.train_config or own_yaml
         cfg = load_train_config(args.train_config) if args.train_config is not None else own_cfg or TrainConfig()
         dr = cfg.task.domain if not args.no_dr else type(cfg.task.domain)(enabled=False)

@@ -21,7 +21,7 @@ from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import BCGInputError
 from bcg_robot.observation import build_observation, observation_size
 from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
-from bcg_train.learn.config import TrainConfig, config_hash
+from bcg_train.learn.config import TrainConfig, config_hash, motion_id
 from bcg_train.learn.networks import RunningStats, policy_action
 
 
@@ -96,6 +96,18 @@ def policy_contract(cfg: TrainConfig, robot: RobotConfig, motion_id: str, motion
         config_hash=stored_hash or config_hash(cfg),
         source_commit=source_commit(),
     )
+
+
+def contract_mismatch(contract: PolicyContract, cfg: TrainConfig) -> str | None:
+    """How a training config differs from the one a policy's contract was made from
+    (:func:`policy_contract`: motion id, observation spec, action offset), or None. The config
+    hash cannot tell: a config saved before a field was added hashes differently when read now."""
+    ours = {"motion_id": motion_id(cfg), "observation_spec": tuple(cfg.task.observation_spec),
+            "action_offset": cfg.task.action_offset}
+    for name, value in ours.items():
+        if getattr(contract, name) != value:
+            return f"its {name} is {value!r}, the policy's contract says {getattr(contract, name)!r}"
+    return None
 
 
 def jax_policy_on_raw(contract: PolicyContract, actor, stats: RunningStats, obs_clip: float, action_clip: float, raw: dict,

@@ -308,3 +308,27 @@ def test_eval_scores_against_the_clip_the_policy_trained_on(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert exc.value.code == 2 and err.startswith("bcg-eval: error: ") and err.endswith(problem) and "\n" not in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_eval_refuses_a_training_config_beside_the_policy_that_is_not_its_own(tmp_path, capsys):
+    """The .train.yaml beside a policy chooses the clip, DR ranges and contact model that judge it.
+    Another run's config on the same clip (here one whose policy saw no last action) judged the
+    policy without a word; a config of another clip is named as such before its length is."""
+    import shutil
+
+    from bcg_robot.paths import share_file
+
+    policy = tmp_path / "g1_jump.onnx"
+    shutil.copy(share_file("models/g1_jump.onnx"), policy)
+    own = share_file("models/g1_jump.train.yaml").read_text()
+    assert "  - last_action\n" in own
+    for text, problem in ((own.replace("  - last_action\n", ""), "its observation_spec is ("),
+                          (share_file("models/g1_squat.train.yaml").read_text(),
+                           "its motion_id is 'squat', the policy's contract says 'jump'")):
+        policy.with_suffix(".train.yaml").write_text(text)
+        with pytest.raises(SystemExit) as exc:
+            eval_main([str(policy), "--seeds", "1", "--duration", "0.1", "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err.strip()
+        assert exc.value.code == 2 and "\n" not in err, err
+        assert "g1_jump.train.yaml: not the training config of g1_jump.onnx: " + problem in err, err
+    assert not (tmp_path / "o").exists()
