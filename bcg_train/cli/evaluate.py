@@ -30,6 +30,28 @@ from bcg_train.evaluate import MAX_DURATION_S, REPORT_FIRST_SEED, SELECTION_FIRS
 OUTPUT_FILES = ("eval.png", "summary.json")
 
 
+def _figure(x: float) -> float | None:
+    """A seed's figure for the summary: None (JSON null) where it has none (NaN: no sample)."""
+    return float(x) if np.isfinite(x) else None
+
+
+def _mean(values: np.ndarray) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _std(values: np.ndarray) -> float | None:
+    return float(np.std(values)) if len(values) else None
+
+
+def _max(values: list[float]) -> float | None:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(max(finite)) if finite else None
+
+
+def _text(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 def _plot(results, path: Path, title: str) -> None:
     import matplotlib
 
@@ -197,8 +219,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r.foot_penetration_mm:>14.2f} {tr.foot_penetration_mm:>13.2f} {tr.foot_penetration_mm - r.foot_penetration_mm:>8.2f}"
             )
         falls = sum(r.fell for r in results)
+        # a seed whose simulation diverged in its first control step has no tracking sample: its
+        # figures are null, and the means are over the seeds that have one (null if none has)
         e_track = np.array([r.tracking_error_cm for r in results])
         root_z = np.array([r.root_height_error_cm for r in results])
+        measured = np.isfinite(e_track)
         pen_diff = np.array([tr.foot_penetration_mm - r.foot_penetration_mm for r, tr in zip(results, train_results)])
         summary = {
             "policy": str(args.policy), "baseline": args.baseline, "motion": contract.motion_id, "seeds": args.seeds, "first_seed": args.first_seed,
@@ -208,25 +233,32 @@ def main(argv: list[str] | None = None) -> int:
             "diverged": sum(r.diverged for r in results),  # falls that were the simulation diverging
             # what judged it: the training config read (None: defaults) and its DR ranges as used
             "train_config": str(train_yaml) if train_yaml.is_file() else None, "domain": dataclasses.asdict(dr),
-            "tracking_error_cm_mean": float(e_track.mean()), "tracking_error_cm_std": float(e_track.std()),
-            "root_height_error_cm": {"mean": float(root_z.mean()), "max": float(max(r.root_height_error_max_cm for r in results))},
+            "measured_seeds": int(measured.sum()),
+            "tracking_error_cm_mean": _mean(e_track[measured]), "tracking_error_cm_std": _std(e_track[measured]),
+            "root_height_error_cm": {"mean": _mean(root_z[measured]),
+                                     "max": _max([r.root_height_error_max_cm for r in results])},
             "foot_penetration_diff_mm_mean": float(pen_diff.mean()),
             "longest_flight_s_mean": float(np.mean([r.longest_flight_s for r in results])),
             "train_sim_falls": sum(r.fell for r in train_results),
             "per_seed": [
-                {"seed": r.seed, "fell": r.fell, "diverged": r.diverged, "survived_s": r.survived_s, "tracking_error_cm": r.tracking_error_cm,
-                 "root_height_error_cm": {"mean": r.root_height_error_cm, "max": r.root_height_error_max_cm},
+                {"seed": r.seed, "fell": r.fell, "diverged": r.diverged, "survived_s": r.survived_s,
+                 "tracking_error_cm": _figure(r.tracking_error_cm),
+                 "root_height_error_cm": {"mean": _figure(r.root_height_error_cm), "max": _figure(r.root_height_error_max_cm)},
                  "longest_flight_s": r.longest_flight_s,
                  "foot_penetration_bridge_mm": r.foot_penetration_mm, "foot_penetration_train_mm": tr.foot_penetration_mm,
                  "domain": r.domain, "pushes": [{"t_s": t, "dv": [vx, vy]} for t, vx, vy in r.pushes]}
                 for r, tr in zip(results, train_results)
             ],
         }
-        _plot(results, out / "eval.png", f"{args.policy.name}{' ' + args.baseline if args.baseline else ''}: {falls}/{args.seeds} falls, E_track {e_track.mean():.1f} cm")
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        e_text = _text(summary["tracking_error_cm_mean"])
+        _plot(results, out / "eval.png", f"{args.policy.name}{' ' + args.baseline if args.baseline else ''}: {falls}/{args.seeds} falls, E_track {e_text} cm")
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+        unmeasured = args.seeds - summary["measured_seeds"]
         print(
-            f"falls {falls}/{args.seeds}, E_track {e_track.mean():.2f} +- {e_track.std():.2f} cm, "
-            f"root height error {root_z.mean():.2f} cm (max {summary['root_height_error_cm']['max']:.2f}), "
+            f"falls {falls}/{args.seeds}, E_track {e_text} +- {_text(summary['tracking_error_cm_std'])} cm"
+            f"{f' ({unmeasured} seed(s) diverged before a measurement)' if unmeasured else ''}, "
+            f"root height error {_text(summary['root_height_error_cm']['mean'])} cm "
+            f"(max {_text(summary['root_height_error_cm']['max'])}), "
             f"longest flight {summary['longest_flight_s_mean']:.3f} s, "
             f"foot penetration train - bridge {pen_diff.mean():+.2f} mm; plot {out / 'eval.png'}"
         )

@@ -178,6 +178,10 @@ def judged_alike(row: dict, settings: dict) -> bool:
                for k, v in settings.items())
 
 
+def _rounded(x: float | None, missing: float | None) -> float | None:
+    return missing if x is None else round(x, 3)
+
+
 def _evaluate(iteration: int, checkpoint: Path, sha256: str, out: Path, args) -> dict:
     from bcg_train.cli.evaluate import main as evaluate
     from bcg_train.cli.export import main as export
@@ -195,7 +199,9 @@ def _evaluate(iteration: int, checkpoint: Path, sha256: str, out: Path, args) ->
         raise ContractError(policy, "bcg-eval failed")
     summary = json.loads((eval_dir / "summary.json").read_text())
     return {"checkpoint_sha256": sha256, "iteration": iteration, "falls": summary["falls"], "seeds": summary["seeds"],
-            "e_track_cm": round(summary["tracking_error_cm_mean"], 3), "root_z_cm": round(summary["root_height_error_cm"]["mean"], 3),
+            # no seed measured (each diverged at its first step): ranked last among equal falls
+            "e_track_cm": _rounded(summary["tracking_error_cm_mean"], float("inf")),
+            "root_z_cm": _rounded(summary["root_height_error_cm"]["mean"], None),
             "flight_s": None if summary.get("longest_flight_s_mean") is None else round(summary["longest_flight_s_mean"], 4),
             **{k: v for k, v in judging_settings(args).items() if k != "seeds"}}
 

@@ -160,7 +160,7 @@ def rollout(
         root_height_error_cm=z_mean,
         root_height_error_max_cm=z_max,
         ref_root_height=np.asarray(ref_heights),
-        tracking_error=np.mean(errors, axis=-1),
+        tracking_error=np.mean(errors, axis=-1) if errors else np.zeros(0),  # one per measured step
         domain=domain,
         pushes=tuple(pushes),
         diverged=diverged,

@@ -332,3 +332,20 @@ def test_eval_refuses_a_training_config_beside_the_policy_that_is_not_its_own(tm
         assert exc.value.code == 2 and "\n" not in err, err
         assert "g1_jump.train.yaml: not the training config of g1_jump.onnx: " + problem in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_seed_that_diverges_at_its_first_step_has_no_figures_and_the_summary_stays_json(tmp_path, capsys):
+    """A policy whose output is NaN diverges the simulation in its first control step (MuJoCo
+    zeroes the controls): no tracking sample, and the summary said E_track NaN (``NaN`` in
+    summary.json, which strict JSON readers refuse; the selection ranked a NaN anywhere)."""
+    from bcg_sim_bridge.harness.sample_policies import write_policy
+
+    robot = load_robot_config()
+    policy = write_policy(tmp_path / "nan.onnx", robot, kind="nan", motion_id="stand", motion_length_s=10.02)
+    out = tmp_path / "eval"
+    assert eval_main([str(policy), "--seeds", "2", "--duration", "0.2", "--no-dr", "--out", str(out)]) == 0
+    assert "E_track n/a +- n/a cm (2 seed(s) diverged before a measurement)" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in summary.json"))
+    assert summary["falls"] == summary["diverged"] == 2 and summary["measured_seeds"] == 0
+    assert summary["tracking_error_cm_mean"] is None and summary["root_height_error_cm"] == {"mean": None, "max": None}
+    assert all(s["tracking_error_cm"] is None for s in summary["per_seed"])
