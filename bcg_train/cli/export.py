@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         # the hash the checkpoint was saved with: recomputed, a config older than a field of
         # TrainConfig would hash with that field at its default and match no run
         path = export_onnx(args.out, ckpt.config, robot, ckpt.state.actor, ckpt.state.obs_stats, ref.name, ref.length_s, table,
-                           source=str(ckpt.path), stored_hash=ckpt.stored_hash)
+                           source=str(ckpt.path), stored_hash=ckpt.stored_hash, trained_at=ckpt.source_commit)
         dump_dataclass(ckpt.config, path.with_suffix(".train.yaml"))
         print(f"bcg-export: {path} (iteration {int(ckpt.state.iteration)} of {ckpt.path}, motion '{ref.name}' {ref.length_s:.2f} s)")
     return 0

@@ -3,12 +3,12 @@
 The JAX actor (hidden layers Linear -> LayerNorm(eps 1e-5) -> ELU, linear output,
 weights (in, out)) and the observation normalizer map one to one onto
 ``PolicyWeights`` / ``DenseLayer``; the contract records the robot, observation spec,
-motion id and length, the hash of the resolved training config and the source commit.
+motion id and length, the hash of the resolved training config and the commit of the code
+that trained it.
 """
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +21,8 @@ from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import BCGInputError
 from bcg_robot.observation import build_observation, observation_size
 from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
-from bcg_train.learn.config import TrainConfig, config_hash, motion_id
+from bcg_train.learn.config import TrainConfig, config_hash, motion_id, source_commit
 from bcg_train.learn.networks import RunningStats, policy_action
-
-
-def source_commit() -> str:
-    """The commit of the source tree (with ``-dirty`` if it has uncommitted changes), or ''."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True).stdout.strip()
-        return commit + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return ""
 
 
 class ExportError(BCGInputError):
@@ -85,8 +74,10 @@ def policy_weights(actor: list[dict[str, Any]], stats: RunningStats, obs_clip: f
 
 
 def policy_contract(cfg: TrainConfig, robot: RobotConfig, motion_id: str, motion_length_s: float,
-                    stored_hash: str | None = None) -> PolicyContract:
-    """``stored_hash``: the config hash the checkpoint was saved with (default: ``cfg``'s now)."""
+                    stored_hash: str | None = None, trained_at: str | None = None) -> PolicyContract:
+    """``stored_hash``: the config hash the checkpoint was saved with (default: ``cfg``'s now).
+    ``trained_at``: the commit of the code that trained it, as the checkpoint recorded it
+    (default, for a checkpoint that did not: this source tree's)."""
     return PolicyContract.for_robot(
         robot,
         observation_spec=tuple(cfg.task.observation_spec),
@@ -94,7 +85,7 @@ def policy_contract(cfg: TrainConfig, robot: RobotConfig, motion_id: str, motion
         motion_length_s=float(motion_length_s),
         action_offset=cfg.task.action_offset,
         config_hash=stored_hash or config_hash(cfg),
-        source_commit=source_commit(),
+        source_commit=trained_at or source_commit(),
     )
 
 
@@ -172,11 +163,13 @@ def check_exportable(weights: PolicyWeights, source: str) -> None:
 
 
 def export_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, actor, stats: RunningStats, motion_id: str, motion_length_s: float,
-                reference_joint_pos: np.ndarray | None = None, source: str = "<policy>", stored_hash: str | None = None) -> Path:
+                reference_joint_pos: np.ndarray | None = None, source: str = "<policy>", stored_hash: str | None = None,
+                trained_at: str | None = None) -> Path:
     """``reference_joint_pos`` (frames at the control rate, n): exactly with ``action_offset: reference``
     (:func:`bcg_robot.onnx_graph.check_offset` says so otherwise). ``source``: the checkpoint, for errors.
-    ``stored_hash``: the config hash the checkpoint was saved with (default: ``cfg``'s now)."""
-    contract = policy_contract(cfg, robot, motion_id, motion_length_s, stored_hash)
+    ``stored_hash``, ``trained_at``: the config hash and source commit the checkpoint was saved
+    with (:func:`policy_contract`)."""
+    contract = policy_contract(cfg, robot, motion_id, motion_length_s, stored_hash, trained_at)
     weights = policy_weights(actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, reference_joint_pos, source)
     check_policy_shapes(weights, observation_size(contract.observation_spec, contract.num_joints), contract.num_joints, source)
     check_exportable(weights, source)

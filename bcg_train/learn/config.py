@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -324,6 +325,17 @@ def motion_sha256(cfg: TrainConfig) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
+
+
+def source_commit() -> str:
+    """The commit of the source tree (with ``-dirty`` if it has uncommitted changes), or ''."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return ""
 
 
 def config_hash(cfg: TrainConfig) -> str:

@@ -35,7 +35,7 @@ from bcg_robot.config import RobotConfig, load_robot_config
 from bcg_robot.errors import BCGInputError
 from bcg_robot.paths import resolve_share_path
 from bcg_robot.yaml_dataclass import dump_dataclass, from_mapping, to_plain
-from bcg_train.learn.config import TrainConfig, config_hash, motion_id, motion_sha256, plain_config_hash
+from bcg_train.learn.config import TrainConfig, config_hash, motion_id, motion_sha256, plain_config_hash, source_commit
 from bcg_train.learn.curves import plot_training_curves
 from bcg_train.learn.shac import SHAC, SHACState
 from bcg_train.sim.jax_setup import enable_compilation_cache, enable_float64
@@ -55,6 +55,7 @@ class Checkpoint:
     stored_hash: str  # the config hash the checkpoint was saved with (its exports carry it)
     motion_sha256: str | None = None  # of the clip trained on (None: saved before checkpoints carried it)
     robot: dict | None = None  # robot_record() of the robot trained with (None: not recorded, or no robot)
+    source_commit: str | None = None  # of the code that trained it (None: saved before checkpoints carried it)
 
 
 # What of the robot config shapes training (model, joint drive, action, observation): all
@@ -68,10 +69,11 @@ def robot_record(robot: RobotConfig) -> dict:
 
 
 def save_checkpoint(path: Path, cfg: TrainConfig, state: SHACState, motion_digest: str | None = None,
-                    robot: RobotConfig | None = None) -> Path:
+                    robot: RobotConfig | None = None, commit: str | None = None) -> Path:
     """``motion_digest``: :func:`motion_sha256` of the clip the run trained on, taken when the
     run started (None: the clip's digest now). ``robot``: the robot config the task was built
-    from (none for a task without a robot)."""
+    from (none for a task without a robot). ``commit``: :func:`source_commit` of the code
+    training, taken when the run started (None: the source tree's now)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "format": CHECKPOINT_FORMAT,
@@ -79,6 +81,7 @@ def save_checkpoint(path: Path, cfg: TrainConfig, state: SHACState, motion_diges
         "config_hash": config_hash(cfg),
         "motion_sha256": motion_digest or motion_sha256(cfg),
         "robot": None if robot is None else robot_record(robot),
+        "source_commit": source_commit() if commit is None else commit,
         "state": jax.device_get(state),
     }
     tmp = path.with_suffix(".tmp")
@@ -114,7 +117,8 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     if plain_config_hash(payload["config"]) != payload["config_hash"]:
         raise CheckpointError(path, "config hash does not match the stored config")
     cfg = from_mapping(TrainConfig, payload["config"], str(path))
-    return Checkpoint(cfg, payload["state"], path, payload["config_hash"], payload.get("motion_sha256"), payload.get("robot"))
+    return Checkpoint(cfg, payload["state"], path, payload["config_hash"], payload.get("motion_sha256"), payload.get("robot"),
+                      payload.get("source_commit"))
 
 
 def check_checkpoint_motion(ckpt: Checkpoint) -> None:
@@ -321,6 +325,7 @@ def train(
     enable_compilation_cache()
     run_dir = Path(cfg.run_dir)
     motion_digest = motion_sha256(cfg)  # the clip the task reads now, not after an edit mid-run
+    commit = source_commit()  # the code training now, recorded in every checkpoint (and so in its exports)
     ckpt = None
     if resume is not None:  # refused before anything in the run directory is written
         ckpt = load_checkpoint(resume)
@@ -369,7 +374,7 @@ def train(
             on_iteration(it + 1, row)
         out_of_time = max_train_s is not None and row["wall_s"] - history[0]["wall_s"] >= max_train_s
         if (it + 1) % cfg.checkpoint_every == 0 or it + 1 == stop or out_of_time:
-            save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state, motion_digest, robot)
+            save_checkpoint(run_dir / "checkpoints" / f"{it + 1:06d}.pkl", cfg, state, motion_digest, robot, commit)
             plot_training_curves(log.path, run_dir / "curves.png", f"{run_dir.name}: iteration {it + 1}")
         if out_of_time:
             break

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from bcg_train.learn.action_gradients import actor_gradient_from_actions, cap_environment_gradients
-from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, motion_sha256, plain_config_hash
+from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash, motion_sha256, plain_config_hash, source_commit
 from bcg_train.learn.shac import SHAC, is_counted
 from bcg_train.learn.train import CheckpointError, load_checkpoint, save_checkpoint, train
 from bcg_train.tasks.point_mass import PointMassTask
@@ -174,6 +174,9 @@ def test_checkpoint_round_trip(tmp_path):
     assert config_hash(ckpt.config) == config_hash(cfg)
     for a, b in zip(_leaves(ckpt.state), _leaves(state)):
         np.testing.assert_array_equal(a, b)
+    # the commit of the code that trained it, as the run recorded it when it started (its exports carry it)
+    assert ckpt.source_commit == source_commit() and len(ckpt.source_commit) >= 40
+    assert load_checkpoint(save_checkpoint(tmp_path / "d.pkl", cfg, state, commit="f" * 40)).source_commit == "f" * 40
     path.write_bytes(b"not a pickle")
     with pytest.raises(CheckpointError, match="c.pkl: cannot read checkpoint"):
         load_checkpoint(path)
