@@ -22,9 +22,10 @@ def _num(x: float | None) -> float | None:
 
 
 def first_below(curve: list[dict[str, float]], threshold: float) -> tuple[int | None, float | None]:
-    """Env steps and wall time of the first curve point whose task error is <= threshold."""
+    """Env steps and wall time of the first curve point whose task error is <= threshold with no
+    fall in that evaluation (the error averages the hop cycles completed, a fall's before it too)."""
     for p in curve:
-        if math.isfinite(p["task_error"]) and p["task_error"] <= threshold:
+        if math.isfinite(p["task_error"]) and p["task_error"] <= threshold and p["falls"] == 0:
             return int(p["env_steps"]), _num(p["wall_s"])
     return None, None
 

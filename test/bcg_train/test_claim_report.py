@@ -68,6 +68,14 @@ def test_first_below_skips_undefined_points():
     assert first_below(c, 0.01) == (None, None)
 
 
+def test_a_point_with_a_fall_does_not_reach_the_threshold():
+    """The task error averages completed hop cycles, those before a fall too: a point that hopped
+    well and then fell read as reaching the threshold."""
+    c = curve([0.13, 0.02, 0.02], 100)
+    c[1]["falls"] = 1.0
+    assert first_below(c, 0.03) == (200, 2.0)
+
+
 def test_details_table_and_plot(tmp_path):
     results = synthetic()
     claim = claim_json(results, ClaimProtocol())
