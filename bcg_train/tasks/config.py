@@ -99,7 +99,9 @@ class DomainRandomizationConfig:
     """Sampled per environment at reset (latency, push timing) or per batch (model, gains)."""
 
     enabled: bool = True
-    friction: tuple[float, float] = (0.3, 1.2)  # floor sliding friction, uniform
+    # sliding friction, uniform, set on every geom (floor and robot alike): MuJoCo gives a contact
+    # the larger of its two geoms' frictions, so a floor-only value below the feet's would not apply
+    friction: tuple[float, float] = (0.3, 1.2)
     base_mass_delta: tuple[float, float] = (-3.0, 3.0)  # kg added to the pelvis, uniform
     gain_scale: tuple[float, float] = (0.9, 1.1)  # multiplies kp and kd, uniform
     push_interval_s: tuple[float, float] = (3.0, 6.0)  # time between pushes, uniform

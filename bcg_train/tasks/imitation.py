@@ -12,7 +12,7 @@ joint's orientation and its root-frame angular velocity), joint positions and
 velocities in motor order, the previous raw action and the phase
 ``time / motion length`` (time since the motion start, wrapping).
 
-Domain randomization: floor/robot friction, pelvis mass and PD gain scale are drawn
+Domain randomization: sliding friction (of every geom, so of every contact), pelvis mass and PD gain scale are drawn
 for the whole batch and redrawn every ``model_resample_steps`` control steps (the MJX
 model is shared by the batch, so that BCG's batch-level ``cond`` stays outside the
 ``vmap``); pushes (random horizontal root-velocity changes at random intervals) and the
