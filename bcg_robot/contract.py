@@ -46,6 +46,7 @@ class PolicyContract:
     observation_spec: tuple[str, ...] = DEFAULT_OBSERVATION_SPEC
     motion_id: str = "default_pose"
     motion_length_s: float = 0.0  # 0: no reference motion (phase stays 0)
+    motion_sha256: str = ""  # of the clip file trained on ('': not recorded, or no clip)
     # what the action is relative to (bcg_robot.action_offset): the default pose, or the
     # reference motion, whose joint table is then inside the graph
     action_offset: str = DEFAULT_POSE

@@ -20,6 +20,7 @@ linearly interpolated, the root orientation by slerp).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from pathlib import Path
 
@@ -46,6 +47,18 @@ MAX_ROOT_SPEED = 10.0  # m/s
 
 class MotionError(BCGInputError):
     """A motion file that does not validate."""
+
+
+def check_trained_clip(path: Path, motion_sha256: str, policy: str) -> None:
+    """A MotionError unless the clip file at ``path`` is the one a policy was trained on: the
+    SHA-256 its contract records (``motion_sha256``; '' where none was recorded: not checked).
+    Its length alone does not tell: an edited clip keeps it."""
+    if not motion_sha256:
+        return
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    if digest != motion_sha256:
+        raise MotionError(path, f"not the clip policy {policy} was trained on (sha256 {digest[:12]}, its contract "
+                                f"says {motion_sha256[:12]})")
 
 
 def column_names(cfg: RobotConfig) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from bcg_robot.cli.arguments import (DDS_DOMAINS, dds_domain, integer_in, nonneg
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import BCGInputError, ConfigError, ContractError, exit_on_input_error
-from bcg_robot.motion_csv import MotionError, load_motion_csv
+from bcg_robot.motion_csv import MotionError, check_trained_clip, load_motion_csv
 from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_robot.paths import output_dir, share_file
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, INTERFACES, load_bridge_config
@@ -226,6 +226,7 @@ def load_reference(contract: PolicyContract, policy: Path, robot: RobotConfig, r
     if not clip_path.is_file():
         raise MotionError(clip_path, f"no such reference clip for policy {policy} (motion '{contract.motion_id}'"
                                      + ("" if requested else "; --reference PATH names another") + ")")
+    check_trained_clip(clip_path, contract.motion_sha256, str(policy))
     clip = load_motion_csv(clip_path, robot, name=contract.motion_id)
     # the trainer's motion length is the clip resampled at the control rate: its duration plus
     # up to one period (bcg_train.motion.reference); another length is another clip or frame rate

@@ -24,6 +24,7 @@ from bcg_robot.metrics import FALL_HEIGHT_M
 from bcg_robot.errors import ContractError, exit_on_input_error
 from bcg_robot.gif import write_gif
 from bcg_robot.model import build_model
+from bcg_robot.motion_csv import check_trained_clip
 from bcg_train.evaluate import MAX_DURATION_S, REPORT_FIRST_SEED, SELECTION_FIRST_SEED
 
 # what bcg-eval writes into its output folder (a folder in the place of one is refused before the rollouts)
@@ -178,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                                  else share_file(f"models/motions/{contract.motion_id}.csv"))
         if contract.motion_id == "default_pose" and args.motion is None and own is None:
             motion = share_file("models/motions/stand.csv")
+        if motion.is_file():  # the content, where the contract records it, not only the length below
+            check_trained_clip(motion, contract.motion_sha256, args.policy.name)
         reference = load_reference_motion(motion, robot, *([own.motion_fps] if own is not None else []))
         if contract.motion_length_s > 0 and abs(reference.length_s - contract.motion_length_s) > reference.dt:
             raise ContractError(motion, f"reference clip lasts {reference.length_s:g} s, the policy was trained on one of "

@@ -21,7 +21,7 @@ from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import BCGInputError
 from bcg_robot.observation import build_observation, observation_size
 from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
-from bcg_train.learn.config import TrainConfig, config_hash, motion_id, source_commit
+from bcg_train.learn.config import TrainConfig, config_hash, motion_id, motion_sha256, source_commit
 from bcg_train.learn.networks import RunningStats, policy_action
 
 
@@ -83,6 +83,8 @@ def policy_contract(cfg: TrainConfig, robot: RobotConfig, motion_id: str, motion
         observation_spec=tuple(cfg.task.observation_spec),
         motion_id=motion_id,
         motion_length_s=float(motion_length_s),
+        # the clip the config names, as read now: bcg-export checked it is the one trained on
+        motion_sha256=motion_sha256(cfg) or "",
         action_offset=cfg.task.action_offset,
         config_hash=stored_hash or config_hash(cfg),
         source_commit=trained_at or source_commit(),

@@ -1,6 +1,7 @@
 """What sim-to-sim scores a policy against: its reference clip at the node's phase, or the default pose
 (pure functions, and the CLI's exit-2 checks that run before any process starts)."""
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -102,6 +103,13 @@ def test_a_policy_whose_clip_is_missing_or_invalid_is_exit_2_naming_the_file(tmp
     squat = share_file("models/motions/squat.csv")
     line = _one_line(_cli("--policy", str(long), "--reference", str(squat), "--out", str(tmp_path / "out")))
     assert f"{squat}: is 8 s at 30 fps, but policy {long} was trained on a 6.02 s motion" in line
+    # a clip of the right length with other content: the clip file's digest in the contract tells
+    edited = tmp_path / "squat.csv"
+    edited.write_text(squat.read_text().replace("0.", "0.", 1) + "\n")
+    trained = write_policy(tmp_path / "trained.onnx", ROBOT, motion_id="squat", motion_length_s=8.0,
+                           motion_sha256=hashlib.sha256(squat.read_bytes()).hexdigest())
+    line = _one_line(_cli("--policy", str(trained), "--reference", str(edited), "--out", str(tmp_path / "out")))
+    assert line.startswith(f"bcg-sim2sim: error: {edited}: not the clip policy {trained} was trained on (sha256 "), line
     # under --policy all, the same check for every model before anything runs
     shutil.copy(share_file("models/motions/squat.csv"), models / "motions" / "squat.csv")
     write_policy(models / "squat.onnx", ROBOT, motion_id="squat", motion_length_s=8.0)

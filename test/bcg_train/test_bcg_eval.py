@@ -349,3 +349,31 @@ def test_a_seed_that_diverges_at_its_first_step_has_no_figures_and_the_summary_s
     assert summary["falls"] == summary["diverged"] == 2 and summary["measured_seeds"] == 0
     assert summary["tracking_error_cm_mean"] is None and summary["root_height_error_cm"] == {"mean": None, "max": None}
     assert all(s["tracking_error_cm"] is None for s in summary["per_seed"])
+
+
+def test_eval_refuses_a_clip_of_the_right_length_that_is_not_the_one_trained_on(tmp_path, capsys):
+    """Only the clip's length was checked: an edited clip of the same length (here the first
+    frame's root 1 cm higher) scored the policy against motion it never saw."""
+    import hashlib
+
+    from bcg_robot.paths import share_file
+
+    robot = load_robot_config()
+    clip = share_file("models/motions/stand.csv")
+    contract = PolicyContract.for_robot(robot, motion_id="stand", motion_length_s=10.02,
+                                        motion_sha256=hashlib.sha256(clip.read_bytes()).hexdigest())
+    policy = save_policy_onnx(tmp_path / "stand.onnx", contract, default_pose_weights(contract))
+    lines = clip.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    cells = lines[first].split(",")
+    cells[2] = f"{float(cells[2]) + 0.01:.6f}"
+    lines[first] = ",".join(cells)
+    edited = tmp_path / "stand.csv"
+    edited.write_text("".join(lines))
+    with pytest.raises(SystemExit) as exc:
+        eval_main([str(policy), "--motion", str(edited), "--seeds", "1", "--duration", "0.1", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and "\n" not in err, err
+    assert f"{edited}: not the clip policy stand.onnx was trained on (sha256 " in err, err
+    assert not (tmp_path / "o").exists()
+    assert eval_main([str(policy), "--motion", str(clip), "--seeds", "1", "--duration", "0.1", "--out", str(tmp_path / "ok")]) == 0

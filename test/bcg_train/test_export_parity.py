@@ -11,7 +11,7 @@ from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_robot.observation import observation_size, raw_input_sizes
 from bcg_train.export.policy import export_onnx, jax_policy_on_raw, policy_contract
-from bcg_train.learn.config import source_commit
+from bcg_train.learn.config import motion_sha256, source_commit
 from bcg_train.learn.config import SHACConfig, TrainConfig, config_hash
 from bcg_train.learn.networks import RunningStats, init_mlp
 
@@ -64,6 +64,7 @@ def test_contract_metadata(tmp_path):
     assert contract.motion_id == "squat" and contract.motion_length_s == pytest.approx(8.02)
     assert contract.config_hash == config_hash(cfg) and len(contract.config_hash) == 16
     assert contract.source_commit == source_commit() and len(contract.source_commit) >= 40
+    assert contract.motion_sha256 == motion_sha256(cfg) and len(contract.motion_sha256) == 64
     # exported from a checkpoint that recorded its training's commit: that commit, not the exporter's
     trained = export_onnx(tmp_path / "t.onnx", cfg, ROBOT, actor, stats, "squat", 8.02, trained_at="f" * 40)
     assert {p.key: p.value for p in onnx.load(str(trained)).metadata_props}["source_commit"] == "f" * 40
