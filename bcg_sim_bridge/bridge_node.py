@@ -74,6 +74,10 @@ class SimBridgeNode(Node):
         self._status_pub = self.create_publisher(String, SIM_STATUS_TOPIC, 10)
         on_command = self._on_command if self.cfg.echo_commands else self.physics.set_command
         group = MutuallyExclusiveCallbackGroup()
+        self._echo_lock = threading.Lock()
+        self._echoes: list[list[float]] = []
+        if self._echo_pub is not None:
+            steady_timer(self, 0.005, self._publish_echoes, callback_group=group)
         if self.cfg.interface == TRANSPORT_ROS2:
             from bcg_sim_bridge.ros2_interface import Ros2Interface
 
@@ -134,10 +138,18 @@ class SimBridgeNode(Node):
         self._event(f"corrupted lowstate CRC for {msg.data * 1e3:.0f} ms")
 
     def _on_command(self, cmd: LowCommand) -> None:
-        """The drives get ``cmd``; its echo says when (``echo_commands``)."""
+        """The drives get ``cmd``; its echo says when (``echo_commands``). This may run in the
+        Unitree SDK's DDS listener thread: the echo is published later, by the executor."""
         t = time.monotonic()
         self.physics.set_command(cmd)
-        self._echo_pub.publish(Float64MultiArray(data=[t, *cmd.as_matrix().reshape(-1).tolist()]))
+        with self._echo_lock:
+            self._echoes.append([t, *cmd.as_matrix().reshape(-1).tolist()])
+
+    def _publish_echoes(self) -> None:
+        with self._echo_lock:
+            echoes, self._echoes = self._echoes, []
+        for data in echoes:
+            self._echo_pub.publish(Float64MultiArray(data=data))
 
     def _on_inject(self, msg: String) -> None:
         error = self.injector.request(msg.data)

@@ -82,7 +82,11 @@ class UnitreeSdkBridgeInterface:
         self._pub = ChannelPublisher(UNITREE_STATE_TOPIC, LowState_)
         self._pub.Init()
         self._sub = ChannelSubscriber(UNITREE_COMMAND_TOPIC, LowCmd_)
-        self._sub.Init(self._handle_command, 16)  # a queue: every message is checked and counted
+        # no queue: each LowCmd_ is checked and handed on in DDS's listener thread as it arrives
+        # (pure work under short locks, no DDS write). The SDK's queue dropped the newest message
+        # when full, so a stalled handler applied stale commands; without it the reader keeps the
+        # newest sample (KEEP_LAST 1) and the latest command wins, as on the robot.
+        self._sub.Init(self._handle_command, 0)
 
     def _handle_command(self, msg: LowCmd_) -> None:
         command = receive_low_cmd(msg, self._num_joints, self.counters, self._mode_machine)

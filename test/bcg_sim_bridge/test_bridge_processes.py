@@ -124,6 +124,84 @@ def test_unitree_bridge_drops_and_counts_bad_crc(tmp_path):
     assert np.abs(log.cmd_q[stiff] - robot.default_q).max() < 1e-5
 
 
+_LATEST_WINS = """
+import sys, threading, time
+from pathlib import Path
+import numpy as np
+from bcg_robot.config import load_robot_config
+from bcg_robot.wire import LowCommand
+
+role, domain, flags = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+robot = load_robot_config()
+
+
+def wait_for(path):
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        assert time.monotonic() < deadline, f"no {path.name}"
+        time.sleep(0.01)
+
+
+if role == "bridge":
+    from bcg_sim_bridge.unitree_interface import UnitreeSdkBridgeInterface
+
+    got, release = [], threading.Event()
+
+    def sink(cmd):  # the first command stalls the handler, as a starved thread would
+        got.append(float(cmd.q[0]))
+        (flags / "stalled").touch()
+        release.wait(30)
+
+    bridge = UnitreeSdkBridgeInterface(domain, "lo", robot.num_joints, sink)
+    (flags / "ready").touch()
+    wait_for(flags / "sent")
+    release.set()
+    deadline = time.monotonic() + 10
+    while abs(got[-1] - 0.6) > 1e-6 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print("LAST", got[-1], "RECEIVED", len(got))
+    bridge.close()
+else:  # a second process writes, as the node does
+    from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher
+    from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
+    from bcg_robot.unitree_hg import pack_low_cmd
+    from bcg_robot.wire import UNITREE_COMMAND_TOPIC, UNITREE_MODE_MACHINE_29DOF
+
+    def command(q):
+        return pack_low_cmd(LowCommand.position(np.full(robot.num_joints, q), robot.kp_array, robot.kd_array),
+                            UNITREE_MODE_MACHINE_29DOF)
+
+    ChannelFactoryInitialize(domain, "lo")
+    pub = ChannelPublisher(UNITREE_COMMAND_TOPIC, LowCmd_)
+    pub.Init()
+    wait_for(flags / "ready")
+    deadline = time.monotonic() + 30
+    while not (flags / "stalled").exists():  # until the bridge's reader is matched and took one
+        assert time.monotonic() < deadline, "the bridge never received a command"
+        pub.Write(command(-1.0))
+        time.sleep(0.01)
+    for k in range(1, 61):  # 60 commands while the handler is stalled; command k holds q = k / 100
+        pub.Write(command(k / 100))
+        time.sleep(0.002)
+    (flags / "sent").touch()
+"""
+
+
+def test_the_unitree_bridge_applies_the_latest_command_after_a_stall(tmp_path):
+    """The SDK's 16-deep command queue dropped the newest messages when full: after its handler
+    stalled, the drives got the 16 oldest commands and never the latest (here command 16 of 60)."""
+    domain = str(2 + (os.getpid() + 107) % 200)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bridge = subprocess.Popen([sys.executable, "-c", _LATEST_WINS, "bridge", domain, str(tmp_path)], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    writer = subprocess.run([sys.executable, "-c", _LATEST_WINS, "writer", domain, str(tmp_path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, env=env)
+    out, _ = bridge.communicate(timeout=120)
+    assert writer.returncode == 0 and bridge.returncode == 0, out[-2000:] + writer.stderr[-2000:]
+    last = [line for line in out.splitlines() if line.startswith("LAST")]
+    assert last and float(last[0].split()[1]) == pytest.approx(0.6), out[-2000:]
+
+
 def test_a_duration_run_ends_by_itself_and_writes_its_log(tmp_path):
     """Physics runs in its own thread beside run_node's executor; at duration_s the process stops as on SIGTERM."""
     run = subprocess.run(_bridge_argv(log_path=tmp_path / "bridge.npz", realtime_factor=0.0, duration_s=0.5), cwd=ROOT,
