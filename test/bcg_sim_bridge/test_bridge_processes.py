@@ -226,3 +226,23 @@ def test_bad_parameters_are_one_line_errors_with_exit_status_2(tmp_path, params,
     assert run.returncode == 2 and len(errors) == 1 and message in errors[0], run.stdout[-2000:] + run.stderr[-2000:]
     assert "Traceback" not in run.stdout + run.stderr
     assert not (tmp_path / "bridge.npz").exists()  # no physics ran
+
+
+def test_a_failed_start_stops_the_processes_already_started(tmp_path):
+    """Each process runs in a session of its own: a bridge started before the node's start
+    failed outlived the CLI (and held its DDS domain for the next run)."""
+    from bcg_policy_node.bringup import NodeSpec
+    from bcg_sim_bridge.harness.processes import ProcessGroup
+    from bcg_sim_bridge.sim2sim.runner import start_processes
+
+    group = ProcessGroup(tmp_path / "logs", {"ROS_DOMAIN_ID": str(2 + (os.getpid() + 109) % 200)})
+    bridge = NodeSpec("bridge", "cleanup_bridge", "sim_bridge", "bcg_sim_bridge.bridge_node", (("frozen_pose", True),))
+    node = NodeSpec("policy", "cleanup_node", "policy_node", "bcg_policy_node.node.policy_node")
+    (tmp_path / "logs" / "cleanup_node.log").mkdir(parents=True)  # the node's log cannot be opened: its start fails
+    try:
+        with pytest.raises(IsADirectoryError):
+            start_processes(group, [bridge, node])
+        started = group.nodes["bridge"].process
+        assert started.poll() is not None  # stopped and reaped before the error left start_processes
+    finally:
+        group.stop_all()  # what a failure here left running
