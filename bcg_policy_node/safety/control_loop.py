@@ -104,7 +104,9 @@ class ControlLoop:
         self._last_target: np.ndarray | None = None
         self._ramp_from: np.ndarray | None = None
         self._last_action = np.zeros(contract.num_joints)
-        self._run_started = 0.0
+        # the phase clock's origin: the first RUN tick, so that its phase is 0 as in a training
+        # episode's first step however the RUN request fell between ticks (None: not yet)
+        self._run_started: float | None = None
         self._start_was_pressed = True  # a START held since before HOLD does not count
         self._position_sent_at: float | None = None  # when the last position command went out (confirm_send)
 
@@ -117,7 +119,7 @@ class ControlLoop:
         ok, message = self.machine.request_run(now)
         if ok:
             self._last_action[:] = 0.0
-            self._run_started = now
+            self._run_started = None
         return ok, message
 
     def request_stop(self, now: float, reason: str = "operator stop") -> tuple[bool, str]:
@@ -253,6 +255,8 @@ class ControlLoop:
         """The policy's joint targets, or the fault that stops it: an inference that raises or
         returns another shape than one row of joints (``OnnxPolicy.run``), or NaN/Inf."""
         contract = self.policy.contract
+        if self._run_started is None:
+            self._run_started = now
         phase = 0.0
         if contract.motion_length_s > 0:
             phase = ((now - self._run_started) / contract.motion_length_s) % 1.0

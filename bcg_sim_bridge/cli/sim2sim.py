@@ -234,7 +234,7 @@ def load_reference(contract: PolicyContract, policy: Path, robot: RobotConfig, r
         raise MotionError(clip_path, f"is {clip.duration_s:g} s at {clip.fps:g} fps, but policy {policy} was trained on a "
                                      f"{contract.motion_length_s:g} s motion (motion_length_s): another clip or frame rate")
     note = (f"motion '{contract.motion_id}' ({clip_path}, {clip.duration_s:g} s at {clip.fps:g} fps), played from the "
-            f"operator's RUN, wrapping every {contract.motion_length_s:g} s (the node's phase)")
+            f"node's first RUN tick, wrapping every {contract.motion_length_s:g} s (the node's phase)")
     return RunReference(contract.motion_id, clip, contract.motion_length_s), note
 
 

@@ -5,9 +5,10 @@ The metric definitions are those of :mod:`bcg_robot.metrics`:
 * falls while the policy was in charge;
 * E_track (cm) of the tracked bodies in the pelvis frame (forward kinematics of the
   measured joints vs the reference's) and the root-height error (cm). The reference
-  (:class:`RunReference`) is the clip the policy's contract names, played from the
-  operator's RUN and wrapping at the contract's ``motion_length_s`` exactly as the node's
-  phase does (:func:`reference_at`); the default pose for a policy without a motion;
+  (:class:`RunReference`) is the clip the policy's contract names, played from the node's
+  first RUN tick (:func:`motion_origin`) and wrapping at the contract's ``motion_length_s``
+  exactly as the node's phase does (:func:`reference_at`); the default pose for a policy
+  without a motion;
 * foot penetration in the bridge vs the training simulator (the ``train`` variant
   replaying the same drive commands, open loop, from the same start);
 * loop timing of the bridge (physics step compute time, pacing overruns, real-time factor).
@@ -100,6 +101,14 @@ def tracking_error_cm(fk: KeyBodyFK, q: np.ndarray, q_ref: np.ndarray) -> tuple[
         return float("nan"), float("nan")
     summary = metrics.summarize_tracking(metrics.body_position_errors(fk(q), fk(q_ref)))
     return summary.mean_cm, summary.max_cm
+
+
+def motion_origin(state_events: list[tuple[float, str]], t_run: float) -> float:
+    """When the node's motion started, as the harness can date it: the node's phase clock starts
+    at its first RUN tick, up to a control period after the RUN request ``t_run``, and that tick
+    publishes the first RUN state. So: the first ``(time received, state)`` RUN at or after
+    ``t_run`` (a few ms of DDS after the tick), else ``t_run``."""
+    return next((t for t, state in state_events if state == "RUN" and t >= t_run), t_run)
 
 
 def clip_time(t: np.ndarray, t_run: float, motion_length_s: float) -> np.ndarray:

@@ -386,7 +386,9 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
     run_mask = log.window(t_run, run_end) if t_run is not None else np.zeros(len(log.wall_time), bool)
     fk = analysis.KeyBodyFK(opts.robot)
     # the reference at each logged sample of the RUN window: the policy's clip from the RUN on, or the default pose
-    q_ref, z_ref = opts.reference.joints_and_height(opts.robot, fk, log.wall_time[run_mask], t_run if t_run is not None else 0.0)
+    t_motion = 0.0 if t_run is None else analysis.motion_origin(
+        [(e.t, e.text) for e in events if e.source == "node_state"], t_run)
+    q_ref, z_ref = opts.reference.joints_and_height(opts.robot, fk, log.wall_time[run_mask], t_motion)
     e_mean, e_max = analysis.tracking_error_cm(fk, log.q[run_mask][::2], q_ref[::2])
     z_mean, z_max = metrics.root_height_error_cm(log.root_pos[run_mask, 2], z_ref)
     pen_bridge = metrics.summarize_foot_penetration(log.foot_penetration[run_mask])

@@ -273,6 +273,32 @@ def test_a_single_old_sample_never_ramps_the_robot(robot):
     assert loop.tick(100.02, make_state(robot, 17, 100.02), OperatorInputs(), tick_gap=DT).state is ControlState.RAMP
 
 
+class PhaseRecorder(FakePolicy):
+    def __init__(self, robot):
+        super().__init__(robot)
+        self.contract = PolicyContract.for_robot(robot, motion_id="squat", motion_length_s=8.0)
+        self.phases = []
+
+    def run(self, raw):
+        self.phases.append(float(raw["phase"][0]))
+        return super().run(raw)
+
+
+@pytest.mark.parametrize("request_before_tick_s", [0.0, 0.013])
+def test_the_phase_starts_at_zero_on_the_first_run_tick_however_the_request_fell(robot, request_before_tick_s):
+    """A training episode's first step has phase 0. The RUN service set the phase clock at the
+    request, so a request 13 ms before a tick ran the whole motion 13 ms ahead (the remote's
+    START, handled in the tick, started at 0: the two RUN paths disagreed)."""
+    policy = PhaseRecorder(robot)
+    rig = Rig(robot, policy)
+    rig.to_hold()
+    ok, _ = rig.loop.request_run(rig.t + DT - request_before_tick_s)
+    assert ok
+    rig.step()
+    rig.step()
+    assert policy.phases == pytest.approx([0.0, DT / 8.0], abs=1e-12)
+
+
 def test_run_refused_outside_hold(robot):
     rig = Rig(robot)
     assert not rig.loop.request_run(rig.t)[0]  # PASSIVE

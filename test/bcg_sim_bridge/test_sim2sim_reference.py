@@ -16,7 +16,8 @@ from bcg_robot.motion_csv import MotionClip, load_motion_csv
 from bcg_robot.paths import share_file
 from bcg_sim_bridge.harness.sample_policies import write_policy
 from bcg_sim_bridge.policies import resolve_policies
-from bcg_sim_bridge.sim2sim.analysis import DEFAULT_POSE_REFERENCE, KeyBodyFK, RunReference, clip_time, reference_at
+from bcg_sim_bridge.sim2sim.analysis import (DEFAULT_POSE_REFERENCE, KeyBodyFK, RunReference, clip_time, motion_origin,
+                                             reference_at)
 
 ROOT = Path(__file__).resolve().parents[2]
 ROBOT = load_robot_config()
@@ -40,6 +41,15 @@ def test_clip_time_is_the_time_since_run_wrapped_at_the_motion_length():
     assert clip_time(np.array([now]), t_run, length)[0] == pytest.approx(((now - t_run) / length) % 1.0 * length)
     with pytest.raises(ValueError):
         clip_time(np.array([1.0]), 0.0, 0.0)
+
+
+def test_the_motion_is_dated_from_the_nodes_first_run_state_not_the_request():
+    """The node's phase starts at its first RUN tick, up to a control period after the request;
+    the reference played from the request ran up to 20 ms ahead of the robot."""
+    events = [(9.0, "HOLD"), (10.0, "HOLD"), (10.017, "RUN"), (10.037, "RUN")]
+    assert motion_origin(events, 10.002) == pytest.approx(10.017)
+    assert motion_origin([(9.0, "HOLD")], 10.002) == pytest.approx(10.002)  # no RUN state heard: the request
+    assert motion_origin([(9.5, "RUN"), (10.02, "RUN")], 10.0) == pytest.approx(10.02)  # an earlier RUN does not count
 
 
 def test_reference_at_wraps_and_interpolates_between_frames():
