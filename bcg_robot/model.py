@@ -94,6 +94,23 @@ def simulation_diverged(data: mujoco.MjData) -> bool:
     return bool(unstable or not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()))
 
 
+def refresh_sensors(model: mujoco.MjModel, data: mujoco.MjData) -> None:
+    """Recompute the kinematics and the position and velocity sensors (IMU quaternion and gyro)
+    on the current state. ``mj_step`` computes them in its forward pass, before it integrates:
+    read after it, they (and ``xpos``) are one physics step older than the joints beside them,
+    where the training model's observation reads the pelvis' orientation and rate off the
+    current state. Only kinematics: the next ``mj_step`` recomputes all of it from ``qpos`` and
+    ``qvel``, so the trajectory is unchanged. The accelerometer stays the last step's: an
+    acceleration is only known from a step. The sim bridge and ``bcg-eval`` both read their
+    robot's sensors through this."""
+    mujoco.mj_kinematics(model, data)
+    mujoco.mj_comPos(model, data)
+    mujoco.mj_sensorPos(model, data)
+    mujoco.mj_comVel(model, data)
+    mujoco.mj_subtreeVel(model, data)  # mj_sensorVel would reuse mj_step's (its flag is still set)
+    mujoco.mj_sensorVel(model, data)
+
+
 def foot_sphere_name(foot_body: str, k: int) -> str:
     return f"{foot_body}_sphere{k}"
 

@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
-from bcg_robot.model import build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices, simulation_diverged
+from bcg_robot.model import build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices, refresh_sensors, simulation_diverged
 from bcg_robot.pd import pd_torque
 from bcg_robot.wire import LowCommand
 from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig
@@ -216,23 +216,8 @@ class BridgePhysics:
         """False once the simulation diverged (:func:`bcg_robot.model.simulation_diverged`)."""
         return not simulation_diverged(self.data)
 
-    def _current_sensors(self) -> None:
-        """Recompute the position and velocity sensors (IMU quaternion and gyro) on the current
-        state. ``mj_step`` computes sensors in its forward pass, before it integrates: read after
-        it, they are one physics step older than the joints beside them, where the training
-        model's observation reads the pelvis' orientation and rate off the current state. Only
-        kinematics: the next ``mj_step`` recomputes all of it from ``qpos`` and ``qvel``, so the
-        trajectory is unchanged. The accelerometer stays the last step's: an acceleration is only
-        known from a step."""
-        mujoco.mj_kinematics(self.model, self.data)
-        mujoco.mj_comPos(self.model, self.data)
-        mujoco.mj_sensorPos(self.model, self.data)
-        mujoco.mj_comVel(self.model, self.data)
-        mujoco.mj_subtreeVel(self.model, self.data)  # mj_sensorVel would reuse mj_step's (its flag is still set)
-        mujoco.mj_sensorVel(self.model, self.data)
-
     def snapshot(self) -> BridgeState:
-        self._current_sensors()
+        refresh_sensors(self.model, self.data)  # the IMU of the current state, not of the last step's start
         s = self.data.sensordata
         return BridgeState(
             tick=self.tick,

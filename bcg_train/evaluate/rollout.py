@@ -26,7 +26,7 @@ import numpy as np
 
 from bcg_robot import metrics
 from bcg_robot.config import RobotConfig
-from bcg_robot.model import foot_floor_geoms, joint_dof_indices, joint_qpos_indices, simulation_diverged
+from bcg_robot.model import foot_floor_geoms, joint_dof_indices, joint_qpos_indices, refresh_sensors, simulation_diverged
 from bcg_robot.observation import raw_inputs
 from bcg_robot.onnx_policy import OnnxPolicy
 from bcg_robot.pd import pd_torque
@@ -136,6 +136,9 @@ def rollout(
         if simulation_diverged(data):  # MuJoCo reset it to an upright pose: no survival, and no metric of that state
             fell_at, diverged = (k + 1) * contract.control_dt, True
             break
+        # the IMU the next step's observation reads and the bodies E_track measures: of this state,
+        # not of the last physics step's start (as the bridge and the trainer read them)
+        refresh_sensors(model, data)
         if on_frame is not None:
             on_frame(data, t)
         frame = (k + 1) % reference.num_frames

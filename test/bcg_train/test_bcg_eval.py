@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bcg_robot.config import load_robot_config
@@ -377,3 +378,45 @@ def test_eval_refuses_a_clip_of_the_right_length_that_is_not_the_one_trained_on(
     assert f"{edited}: not the clip policy stand.onnx was trained on (sha256 " in err, err
     assert not (tmp_path / "o").exists()
     assert eval_main([str(policy), "--motion", str(clip), "--seeds", "1", "--duration", "0.1", "--out", str(tmp_path / "ok")]) == 0
+
+
+def test_the_policy_reads_the_imu_of_the_current_state_as_on_the_bridge(tmp_path):
+    """mj_step computes sensors before it integrates: read after it, the IMU quaternion and gyro
+    were one physics step older than the joints beside them (the bridge and the trainer read the
+    current state's)."""
+    import copy
+
+    import mujoco
+
+    from bcg_robot.model import build_model
+    from bcg_robot.onnx_policy import OnnxPolicy
+    from bcg_robot.paths import share_file
+    from bcg_sim_bridge.harness.sample_policies import write_policy
+    from bcg_train.evaluate.rollout import rollout
+    from bcg_train.motion.reference import load_reference_motion
+    from bcg_train.tasks.config import DomainRandomizationConfig
+
+    robot = load_robot_config()
+    reference = load_reference_motion(share_file("models/motions/stand.csv"), robot)
+    policy = OnnxPolicy.load(write_policy(tmp_path / "random.onnx", robot, kind="random", motion_id="stand",
+                                          motion_length_s=reference.length_s), robot)
+    fed, current = [], []
+    run = policy.run
+
+    def recording_run(raw):
+        fed.append(np.concatenate([raw["imu_quat"].ravel(), raw["imu_gyro"].ravel()]))
+        return run(raw)
+
+    policy.run = recording_run
+    model = build_model(robot, "bridge")
+
+    def sensors_now(data, t):  # what an IMU of this state reads, from a fresh forward pass
+        fresh = copy.copy(data)
+        mujoco.mj_forward(model, fresh)  # DR off: the rollout's model copy has the same values
+        current.append(np.concatenate([fresh.sensor("imu_quat").data, fresh.sensor("imu_gyro").data]))
+
+    rollout(policy, model, robot, reference, 0, 0.3, DomainRandomizationConfig(enabled=False), on_frame=sensors_now)
+    assert len(fed) > 5 and len(current) >= len(fed) - 1  # a frame per step (the last one's state is not fed)
+    moving = max(float(np.abs(c[4:]).max()) for c in current)
+    assert moving > 0.05, moving  # the pelvis turns: a stale gyro would differ
+    np.testing.assert_allclose(np.asarray(fed[1:]), np.asarray(current[:len(fed) - 1]), atol=1e-9)
