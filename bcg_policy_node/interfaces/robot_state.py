@@ -24,7 +24,7 @@ class RobotState:
     motor_fault: np.ndarray | None = None  # unitree_sdk: motorstate code per joint
     motor_temperature: np.ndarray | None = None  # unitree_sdk: max winding temperature per joint, deg C
     remote: RemoteState | None = None  # unitree_sdk: decoded wireless remote
-    mode_machine: int = 0
+    mode_machine: int | None = None  # unitree_sdk: the robot's LowState value, 0 included; None: ros2 (not reported)
 
     def is_finite(self) -> bool:
         return bool(

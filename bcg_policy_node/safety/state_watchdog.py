@@ -60,7 +60,9 @@ class StateWatchdog:
         stalled = state.received_at - self._tick_changed_at
         if stalled > self.stale_after:
             faults.append(Fault("tick_stalled", f"state tick stuck at {self._last_tick} for {stalled * 1e3:.0f} ms"))
-        if state.mode_machine and state.mode_machine != self.mode_machine:  # 0: not reported (ros2 transport)
+        # None: not reported (ros2 transport). A 0 from the robot is a wrong value like any other: every
+        # command (the sentinel's damping too) copies it, and the robot ignores a command carrying it
+        if state.mode_machine is not None and state.mode_machine != self.mode_machine:
             faults.append(Fault("robot_variant", f"the robot reports mode_machine {state.mode_machine}, a robot config "
                                                  f"with {self.robot.num_joints} joints needs {self.mode_machine}"))
         if not state.is_finite():

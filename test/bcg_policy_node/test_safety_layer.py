@@ -156,16 +156,19 @@ def test_each_state_watchdog_trips_on_its_condition_only(robot, changes, kind):
 
 
 def test_a_robot_that_reports_another_variant_is_damped_and_never_ramps(robot):
-    """mode_machine 4 is a 23-DoF G1: a 29-joint policy would drive the wrong motors. 0 (the
-    ros2 transport reports none) and the 29-DoF 5 pass."""
+    """mode_machine 4 is a 23-DoF G1: a 29-joint policy would drive the wrong motors. A robot
+    reporting 0 is refused too (it was read as 'not reported', and ramped with commands carrying
+    the 0 the robot ignores them for); None (the ros2 transport reports none) and the 29-DoF 5 pass."""
     rig = Rig(robot)
     result = rig.step(mode_machine=4)
     assert result.state is ControlState.DAMP and result.command.is_damping()
     assert [f.kind for f in result.faults] == ["robot_variant"] and rig.loop.machine.fault.kind == "robot_variant"
     assert not rig.loop.request_reset(rig.t, rig.inputs)[0]
     assert "mode_machine 4" in result.faults[0].message and "needs 5" in result.faults[0].message
-    for mode_machine in (0, 5):
+    for mode_machine in (None, 5):
         assert Rig(robot).step(mode_machine=mode_machine).state is ControlState.RAMP
+    zero = Rig(robot).step(mode_machine=0)
+    assert zero.state is ControlState.DAMP and [f.kind for f in zero.faults] == ["robot_variant"]
 
 
 def test_stale_state_and_stalled_tick(robot):
