@@ -20,9 +20,11 @@ Inputs
     ``ESTOP_TOPIC``    ``std_msgs/Bool``; ``True`` trips DAMP within one control period and
                        blocks reset until a ``False`` arrives. Latched at arrival: a pulse
                        shorter than a control period still trips. The subscription exists
-                       from configure on and is volatile: an e-stop station should publish
-                       its level periodically (an assertion sent before the node configured
-                       is not seen); on hardware the remote's L2+B is read from every state.
+                       from configure on, volatile and best effort (:func:`operator_input_qos`:
+                       it hears reliable and best-effort stations alike): an e-stop station
+                       should publish its level periodically (an assertion sent before the
+                       node configured is not seen); on hardware the remote's L2+B is read
+                       from every state.
     ``DEADMAN_TOPIC``  ``std_msgs/Empty``; only when the node's ``deadman_timeout_s``
                        parameter is > 0: outside PASSIVE/DAMP a gap longer than that trips DAMP.
 
@@ -125,6 +127,17 @@ class ControlState(str, enum.Enum):
 
 # The node's log line, every 2 s while faults hold it in PASSIVE, then the faults ("; "-joined).
 PASSIVE_HELD_LOG = "PASSIVE until these clear: "
+
+
+def operator_input_qos():
+    """QoS of the e-stop and deadman subscriptions: best effort, volatile, depth 10. A best-effort
+    reader matches reliable and best-effort writers alike; a reliable one never hears a station
+    that publishes best effort (``qos_profile_sensor_data``, common for joystick and e-stop
+    bridges), and its e-stop would do nothing. A lost message is made up by the next one: a
+    station publishes its level periodically."""
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 
 
 def latched_qos():

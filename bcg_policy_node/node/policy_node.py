@@ -149,8 +149,10 @@ class PolicyNode(LifecycleNode):
         for name, handler in ((api.RUN_SERVICE, self._on_run), (api.STOP_SERVICE, self._on_stop),
                               (api.RESET_SERVICE, self._on_reset)):
             keep("service", self.create_service(Trigger, name, handler, callback_group=group))
-        keep("subscription", self.create_subscription(Bool, api.ESTOP_TOPIC, self._on_estop, 10, callback_group=group))
-        keep("subscription", self.create_subscription(Empty, api.DEADMAN_TOPIC, self._on_deadman, 10, callback_group=group))
+        keep("subscription", self.create_subscription(Bool, api.ESTOP_TOPIC, self._on_estop, api.operator_input_qos(),
+                                                      callback_group=group))
+        keep("subscription", self.create_subscription(Empty, api.DEADMAN_TOPIC, self._on_deadman, api.operator_input_qos(),
+                                                      callback_group=group))
         keep("subscription", self.create_subscription(UInt64, api.SENTINEL_HEARTBEAT_TOPIC, self._on_sentinel_heartbeat, 10,
                                                       callback_group=group))
         keep("subscription", self.create_subscription(String, api.SENTINEL_STATE_TOPIC, self._on_sentinel_state,

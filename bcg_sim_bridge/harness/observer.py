@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
@@ -63,8 +64,9 @@ class Observer(Node):
         sub(JointState, api.JOINT_STATES_TOPIC, lambda m: self._add(self.joint_states, m, stamp=False), 10)
         sub(DiagnosticArray, api.DIAGNOSTICS_TOPIC, lambda m: self._add(self.diagnostics, m, stamp=False), 10)
         self.inject_pub = self.create_publisher(String, SIM_INJECT_TOPIC, 10)
-        self.estop_pub = self.create_publisher(Bool, api.ESTOP_TOPIC, 10)
-        self.deadman_pub = self.create_publisher(Empty, api.DEADMAN_TOPIC, 10)
+        # as a joystick or e-stop bridge publishes: best effort (the node must hear it)
+        self.estop_pub = self.create_publisher(Bool, api.ESTOP_TOPIC, qos_profile_sensor_data)
+        self.deadman_pub = self.create_publisher(Empty, api.DEADMAN_TOPIC, qos_profile_sensor_data)
         self._trigger_clients = {name: self.create_client(Trigger, name)
                         for name in (api.RUN_SERVICE, api.STOP_SERVICE, api.RESET_SERVICE)}
         self.change_state = self.create_client(ChangeState, f"{api.NODE_NAME}/change_state")
