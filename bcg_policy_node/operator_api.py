@@ -18,7 +18,9 @@ Commands (``std_srvs/Trigger``; ``success`` false and a ``message`` saying why w
 
 Inputs
     ``ESTOP_TOPIC``    ``std_msgs/Bool``; ``True`` trips DAMP within one control period and
-                       blocks reset until a ``False`` arrives. Latched at arrival: a pulse
+                       blocks reset until that station sends ``False`` or leaves the topic
+                       (each writer's level is kept: one station's "released" does not clear
+                       another's "pressed"). Latched at arrival: a pulse
                        shorter than a control period still trips. The subscription exists
                        from configure on, volatile and best effort (:func:`operator_input_qos`:
                        it hears reliable and best-effort stations alike): an e-stop station

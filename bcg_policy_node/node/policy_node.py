@@ -50,6 +50,7 @@ from pathlib import Path
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.subscription import MessageInfo
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty, Float64MultiArray, String, UInt64
 from std_srvs.srv import Trigger
@@ -287,6 +288,7 @@ class PolicyNode(LifecycleNode):
                 now = time.monotonic()
                 if what == "reset":
                     self._lease_commands()
+                    self._inputs.forget_estop_stations(self._estop_stations_present())
                     response.success, response.message = self.loop.request_reset(now, self._inputs)
                 else:
                     method = {"run": self.loop.request_run, "stop": self.loop.request_stop}[what]
@@ -307,12 +309,23 @@ class PolicyNode(LifecycleNode):
     def _on_reset(self, request, response):
         return self._request("reset", response)
 
-    def _on_estop(self, msg: Bool) -> None:
+    def _on_estop(self, msg: Bool, info: MessageInfo) -> None:
+        gid = info.get("publisher_gid")
+        station = bytes(gid["data"]) if gid else b""
         with self._lock:
-            changed = self._inputs.estop != bool(msg.data)
-            self._inputs.set_estop(bool(msg.data))  # latched: the next tick trips however short the pulse
-        if changed:
-            self.get_logger().warning(f"e-stop {'ASSERTED' if msg.data else 'released'}")
+            before = self._inputs.estop
+            self._inputs.set_estop(bool(msg.data), station)  # latched: the next tick trips however short the pulse
+            after = self._inputs.estop
+        if after != before:
+            self.get_logger().warning(f"e-stop {'ASSERTED' if after else 'released'}")
+        elif after and not msg.data:
+            self.get_logger().warning("e-stop released by one station, still asserted by another",
+                                      throttle_duration_sec=1.0)
+
+    def _estop_stations_present(self) -> set[bytes]:
+        """The writers on the e-stop topic now (graph query, no DDS write)."""
+        topic = self.resolve_topic_name(api.ESTOP_TOPIC)
+        return {bytes(info.endpoint_gid) for info in self.get_publishers_info_by_topic(topic)}
 
     def _on_deadman(self, msg: Empty) -> None:
         with self._lock:

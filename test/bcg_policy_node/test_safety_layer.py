@@ -446,6 +446,31 @@ def test_estop_and_deadman(robot):
     assert rig.loop.request_reset(rig.t, rig.inputs)[0]
 
 
+def test_one_stations_release_does_not_clear_another_stations_estop(robot):
+    """The e-stop was one level, the last message's: station B publishing "released" at 10 Hz
+    cleared station A's "pressed", and reset was accepted while A's button was still down."""
+    rig = Rig(robot)
+    rig.to_hold()
+    rig.inputs.set_estop(True, b"A")
+    assert rig.step().command.is_damping()
+    rig.inputs.set_estop(False, b"B")
+    rig.step()
+    assert rig.inputs.estop and not rig.loop.request_reset(rig.t, rig.inputs)[0]
+    rig.inputs.forget_estop_stations({b"A", b"B"})  # both still on the topic: A still holds it
+    assert not rig.loop.request_reset(rig.t, rig.inputs)[0]
+    rig.inputs.set_estop(False, b"A")
+    rig.step()
+    assert rig.loop.request_reset(rig.t, rig.inputs)[0]
+    # a station gone from the topic (crashed while pressed, restarted under another id) stops holding it
+    rig.inputs.set_estop(True, b"C")
+    rig.step()
+    rig.inputs.set_estop(False, b"C2")
+    rig.step()
+    assert not rig.loop.request_reset(rig.t, rig.inputs)[0]
+    rig.inputs.forget_estop_stations({b"C2"})
+    assert not rig.inputs.estop and rig.loop.request_reset(rig.t, rig.inputs)[0]
+
+
 def test_the_node_leaves_passive_only_with_a_watching_sentinel_and_damps_when_it_goes_silent(robot):
     rig = Rig(robot, sentinel=1.0)
     for _ in range(10):  # no sentinel heard: PASSIVE (zero torque), not a trip
