@@ -30,6 +30,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, typing.Hashable):  # a list or mapping as a key ('? [a]'): PyYAML's own
+                # check comes after this one, and the set below raised a TypeError traceback
+                raise yaml.constructor.ConstructorError(None, None, f"a {type(key).__name__} cannot be a key",
+                                                        key_node.start_mark)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"key '{key}' given twice", key_node.start_mark)
             seen.add(key)

@@ -126,6 +126,11 @@ def test_invalid_yaml_and_missing_file(tmp_path):
     twice.write_text(DEFAULT_ROBOT_CONFIG.read_text() + "\naction_scale: 2.5\n")
     with pytest.raises(ConfigError, match="invalid YAML at line .*: key 'action_scale' given twice"):
         load_robot_config(twice)
+    for key in ("[a]", "{a: 1}"):  # a list or mapping as a key: was a TypeError traceback
+        unhashable = tmp_path / "unhashable.yaml"
+        unhashable.write_text(DEFAULT_ROBOT_CONFIG.read_text() + f"\n? {key}\n: 1\n")
+        with pytest.raises(ConfigError, match="unhashable.yaml: invalid YAML at line .*: a (list|dict) cannot be a key"):
+            load_robot_config(unhashable)
     latin1 = tmp_path / "latin1.yaml"
     latin1.write_bytes(b"# caf\xe9\n" + DEFAULT_ROBOT_CONFIG.read_bytes())
     with pytest.raises(ConfigError, match="latin1.yaml: not UTF-8 text"):
