@@ -55,7 +55,10 @@ def check_trained_clip(path: Path, motion_sha256: str, policy: str) -> None:
     Its length alone does not tell: an edited clip keeps it."""
     if not motion_sha256:
         return
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as err:
+        raise MotionError(path, f"cannot read: {err.strerror or err}") from None
     if digest != motion_sha256:
         raise MotionError(path, f"not the clip policy {policy} was trained on (sha256 {digest[:12]}, its contract "
                                 f"says {motion_sha256[:12]})")

@@ -146,3 +146,19 @@ def test_slerp_takes_the_short_way_and_handles_equal_quaternions():
     np.testing.assert_allclose(slerp(q, q, np.array([0.3])), q)
     # -q is the same rotation: interpolating to it stays put
     np.testing.assert_allclose(np.abs(slerp(q, -q, np.array([0.5]))), q, atol=1e-12)
+
+
+def test_the_trained_clip_check_names_the_file_for_other_content_and_for_a_file_it_cannot_read(tmp_path):
+    import hashlib
+
+    from bcg_robot.motion_csv import check_trained_clip
+
+    clip = tmp_path / "c.csv"
+    clip.write_text("0,0,0.78\n")
+    digest = hashlib.sha256(clip.read_bytes()).hexdigest()
+    check_trained_clip(clip, digest, "p.onnx")  # its own clip
+    check_trained_clip(clip, "", "p.onnx")  # no digest recorded: not checked
+    with pytest.raises(MotionError, match=r"c.csv: not the clip policy p.onnx was trained on \(sha256 "):
+        check_trained_clip(clip, "0" * 64, "p.onnx")
+    with pytest.raises(MotionError, match="proc/self/mem: cannot read"):  # a read error (as permission denied): was a traceback
+        check_trained_clip(Path("/proc/self/mem"), digest, "p.onnx")
