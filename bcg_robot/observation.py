@@ -98,6 +98,8 @@ DEFAULT_OBSERVATION_SPEC = (
 
 
 def check_observation_spec(spec: tuple[str, ...] | list[str]) -> None:
+    if not spec:  # a policy that sees nothing: its graph has no input to concatenate
+        raise ValueError("observation spec is empty")
     unknown = [name for name in spec if name not in FEATURES]
     if unknown:
         raise ValueError(f"unknown observation feature '{unknown[0]}' (known: {', '.join(FEATURES)})")

@@ -32,6 +32,7 @@ def test_metadata_round_trip(robot):
          "policy has 23 joints, robot 'g1_29dof' has 29"),
         (lambda c, r: dataclasses.replace(c, control_dt=0.005), "policy control_dt 0.005 s != robot control_dt 0.02 s"),
         (lambda c, r: dataclasses.replace(c, observation_spec=("joint_pos_rel", "base_lin_vel")), "unknown observation feature 'base_lin_vel'"),
+        (lambda c, r: dataclasses.replace(c, observation_spec=()), "policy observation_spec: observation spec is empty"),
         (lambda c, r: dataclasses.replace(c, kp=c.kp[:5]), "policy 'kp' has 5 values for 29 joints"),
         (lambda c, r: dataclasses.replace(c, default_pose=(9.0,) + c.default_pose[1:]), "default pose of 'left_hip_pitch'"),
         (lambda c, r: dataclasses.replace(c, motion_length_s=float("nan")), "policy motion_length_s nan is not a number >= 0"),
