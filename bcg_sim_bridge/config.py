@@ -27,9 +27,24 @@ class ElasticBandConfig:
     release_after_s: float = 0.0  # release automatically after this much simulated time; 0: only on request
 
     def validate(self) -> None:
-        for key in ("stiffness", "damping", "angular_stiffness", "angular_damping", "release_after_s"):
-            if not getattr(self, key) >= 0:
-                raise ValueError(f"key 'elastic_band.{key}': must be >= 0, got {getattr(self, key)}")
+        for key, high in BAND_LIMITS.items():
+            value = getattr(self, key)
+            if not 0 <= value <= high:  # NaN too
+                raise ValueError(f"key 'elastic_band.{key}': {value} not in [0, {high:g}]")
+
+
+# Upper bounds of the band's settings: 5x the defaults or more, all at once checked to hold a limp
+# G1 without diverging at 500 Hz and 1 kHz (test_bridge_physics; a 1e6 N/m spring with 1e4 N s/m
+# diverged at 500 Hz). Beyond them the explicit spring
+# diverged in the first physics step (a 1e300 N/m spring), named by neither file nor key.
+BAND_LIMITS = {
+    "stiffness": 1e5,  # N/m
+    "damping": 1e4,  # N s/m
+    "angular_stiffness": 1e4,  # N m/rad
+    "angular_damping": 10.0,  # N m s/rad
+    "lift": 1.0,  # m: the band holds the robot up, it does not press it down
+    "release_after_s": 1e6,  # s
+}
 
 
 @dataclasses.dataclass(frozen=True)
