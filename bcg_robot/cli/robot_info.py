@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from bcg_robot.cli.arguments import positive_float
+from bcg_robot.cli.arguments import positive_float_at_most
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import exit_on_input_error
@@ -14,10 +14,14 @@ from bcg_robot.observation import observation_size
 from bcg_robot.standing import stand_at_default_pose
 
 
+MAX_STAND_S = 60.0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-robot-info", description=__doc__)
     parser.add_argument("--robot-config", default=str(DEFAULT_ROBOT_CONFIG), help="robot config YAML")
-    parser.add_argument("--stand-seconds", type=positive_float, default=2.0, help="PD standing check per variant")
+    parser.add_argument("--stand-seconds", type=positive_float_at_most(MAX_STAND_S), default=2.0,
+                        help=f"PD standing check per variant (at most {MAX_STAND_S:g} s)")
     args = parser.parse_args(argv)
     with exit_on_input_error(parser.prog):
         cfg = load_robot_config(args.robot_config)

@@ -13,21 +13,28 @@ import os
 import random
 from pathlib import Path
 
-from bcg_robot.cli.arguments import positive_float
+from bcg_robot.cli.arguments import positive_float_at_most
 from bcg_robot.errors import exit_on_input_error
 from bcg_robot.paths import output_file
 from bcg_robot.wire import TRANSPORTS
 from bcg_sim_bridge.bench.bridge_speed import bridge_process, physics_only, print_rows, sim2sim_wall
 
 
+MIN_SIM_S, MAX_SIM_S = 0.1, 3600.0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-bench-bridge", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sim-seconds", type=positive_float, default=5.0, help="simulated time per bridge measurement")
-    parser.add_argument("--state-hz", type=positive_float, default=250.0, help="state messages per second (robot: 500)")
+    parser.add_argument("--sim-seconds", type=positive_float_at_most(MAX_SIM_S), default=5.0,
+                        help=f"simulated time per bridge measurement ({MIN_SIM_S:g} to {MAX_SIM_S:g} s)")
+    parser.add_argument("--state-hz", type=positive_float_at_most(1000.0), default=250.0,
+                        help="state messages per second (robot: 500; at most the physics rate)")
     parser.add_argument("--no-sim2sim", action="store_true", help="skip the sim-to-sim wall-time measurement")
     parser.add_argument("--out", default="runs/bench_bridge.json")
     args = parser.parse_args(argv)
+    if args.sim_seconds < MIN_SIM_S:  # no whole physics step to time
+        parser.error(f"--sim-seconds {args.sim_seconds:g} is under {MIN_SIM_S:g} s")
     out = Path(args.out)
     with exit_on_input_error(parser.prog):  # before minutes of measurement
         output_file(out, "--out")

@@ -10,16 +10,20 @@ import argparse
 import json
 from pathlib import Path
 
-from bcg_robot.cli.arguments import dds_domain, positive_float
+from bcg_robot.cli.arguments import dds_domain, positive_float, positive_float_at_most
 from bcg_robot.errors import exit_on_input_error
 from bcg_robot.paths import output_dir
 from bcg_robot.wire import TRANSPORT_ROS2, TRANSPORTS
 from bcg_sim_bridge.bench.node_timing import NodeBenchSettings, plot, print_table, run_node_benchmark
 
 
+MAX_DURATION_S = 3600.0
+
+
 def parse_args(argv: list[str] | None) -> NodeBenchSettings:
     parser = argparse.ArgumentParser(prog="bcg-bench-node", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=positive_float, default=60.0, help="seconds of policy running to time (default 60)")
+    parser.add_argument("--duration", type=positive_float_at_most(MAX_DURATION_S), default=60.0,
+                        help=f"seconds of policy running to time (default 60, at most {MAX_DURATION_S:g})")
     parser.add_argument("--interface", choices=TRANSPORTS, default=TRANSPORT_ROS2)
     parser.add_argument("--no-physics", action="store_true",
                         help="the bridge's G1 stays at the default pose (frozen_pose) instead of MuJoCo physics")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bcg_robot.cli.arguments import (DDS_DOMAINS, dds_domain, integer_in, nonnegative_float, nonnegative_float_at_most,
-                                     positive_float, positive_float_at_most, positive_int)
+                                     positive_float_at_most, positive_int)
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG, RobotConfig, load_robot_config
 from bcg_robot.contract import PolicyContract
 from bcg_robot.errors import BCGInputError, ConfigError, ContractError, exit_on_input_error
@@ -51,6 +51,7 @@ MAX_SOAK_S = 7 * 24 * 3600.0
 # soak failed with no reason given
 MIN_SOAK_S = 30.0
 MAX_DROPOUT_MS = 60_000.0
+MAX_PUSH_N = 10_000.0  # 30x the G1's weight: beyond any recovery test, short of a diverging simulation
 
 
 def _soak_seconds(text: str) -> float:
@@ -79,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"RUN time of the nominal run (default: motion length or 4 s; at most {MAX_RUN_S:g})")
     p.add_argument("--dropout-ms", type=positive_float_at_most(MAX_DROPOUT_MS), default=300.0,
                    help=f"length of the state dropout and CRC faults (at most {MAX_DROPOUT_MS:g} ms)")
-    p.add_argument("--push-force", type=positive_float, default=500.0, help="N, for 0.2 s on the pelvis")
+    p.add_argument("--push-force", type=positive_float_at_most(MAX_PUSH_N), default=500.0,
+                   help=f"N, for 0.2 s on the pelvis (at most {MAX_PUSH_N:g})")
     p.add_argument("--physics-hz", type=float, default=500.0, choices=(500.0, 1000.0))
     p.add_argument("--out", default="", help="report folder (default runs/sim2sim/<time>)")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True, help="render a GIF of the nominal run")

@@ -293,18 +293,18 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(run_worker(BenchSpec(**json.loads(args.worker)))), flush=True)
         return 0
     if args.iterations < 5:
-        raise SystemExit("bcg-bench-train: --iterations must be >= 5 (the median of at least 5)")
+        parser.error("--iterations must be >= 5 (the median of at least 5)")
     if min(args.num_envs) < 1:
-        raise SystemExit("bcg-bench-train: --num-envs must be >= 1")
+        parser.error("--num-envs must be >= 1")
     slots = args.bundle_slots or [None]
     if len(slots) == 1:
         slots = slots * len(args.num_envs)
     if len(slots) != len(args.num_envs) or any(m is not None and m < 0 for m in slots):
-        raise SystemExit("bcg-bench-train: --bundle-slots takes one value >= 0, or one per --num-envs")
+        parser.error("--bundle-slots takes one value >= 0, or one per --num-envs")
     if args.task == HOPPER and (args.physics_dt is not None or args.solver_iterations is not None):
-        raise SystemExit("bcg-bench-train: --physics-dt and --solver-iterations are for G1 tasks (the hopper runs the claim's model)")
+        parser.error("--physics-dt and --solver-iterations are for G1 tasks (the hopper runs the claim's model)")
     if args.solver_iterations is not None and min(args.solver_iterations) < 1:
-        raise SystemExit("bcg-bench-train: --solver-iterations must be >= 1")
+        parser.error("--solver-iterations must be >= 1")
     from tqdm import tqdm
 
     preset = None if args.task == HOPPER else args.preset
@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             check_physics_dt("train", args.physics_dt)
         except ValueError as err:
-            raise SystemExit(f"bcg-bench-train: --physics-dt: {err}") from None
+            parser.error(f"--physics-dt: {err}")
     with exit_on_input_error(parser.prog):  # before minutes of compiling
         if args.task != HOPPER:  # a missing task or a bad config was found in each worker, a FAILED row each
             load_train_config(TRAIN_CONFIG_DIR / f"{args.task}.yaml", args.preset).validate()

@@ -104,15 +104,17 @@ def test_config_errors_name_file_and_key(tmp_path, changes, message):
     assert "\n" not in text
 
 
-@pytest.mark.parametrize("value", ["nan", "0", "-2"])
-def test_robot_info_refuses_a_standing_time_that_is_not_positive(value, capsys):
+@pytest.mark.parametrize("value, problem", [("nan", "must be a finite number > 0"), ("0", "must be a finite number > 0"),
+                                            ("-2", "must be a finite number > 0"),
+                                            ("1e308", "must be at most 60")])  # an OverflowError after the table
+def test_robot_info_refuses_a_standing_time_that_is_not_positive_or_past_a_minute(value, problem, capsys):
     from bcg_robot.cli.robot_info import main
 
     with pytest.raises(SystemExit) as exc:
         main(["--stand-seconds", value])
     assert exc.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"bcg-robot-info: error: argument --stand-seconds: must be a finite number > 0, got '{value}'")
+        f"bcg-robot-info: error: argument --stand-seconds: {problem}, got '{value}'")
 
 
 def test_invalid_yaml_and_missing_file(tmp_path):

@@ -55,3 +55,22 @@ def test_bench_node_out_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path, caps
         bench_node.main(["--out-dir", str(existing), "--duration", "1"])
     assert exc.value.code == 2
     assert capsys.readouterr().err.strip() == f"bcg-bench-node: error: {existing}: exists and is not a directory (--out-dir)"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sim-seconds", "1e308"], "argument --sim-seconds: must be at most 3600, got '1e308'"),  # OverflowError
+    (["--sim-seconds", "1e-9"], "--sim-seconds 1e-09 is under 0.1 s"),  # ZeroDivisionError: no step to time
+])
+def test_bench_bridge_refuses_a_simulated_time_it_cannot_measure(argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_bridge.main([*argv, "--no-sim2sim", "--out", str(tmp_path / "bench.json")])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"bcg-bench-bridge: error: {message}"
+
+
+def test_bench_node_refuses_a_duration_past_an_hour(capsys):
+    """1e308 s started bridge, node and sentinel, then timed for ever."""
+    with pytest.raises(SystemExit) as exc:
+        bench_node.parse_args(["--duration", "1e308"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "bcg-bench-node: error: argument --duration: must be at most 3600, got '1e308'"

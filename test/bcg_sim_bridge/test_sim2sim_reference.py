@@ -275,7 +275,7 @@ def test_a_stale_limit_past_the_sentinel_timeout_gets_a_sentinel_that_waits_long
     ("--attempts", "-3", "must be an integer >= 1"), ("--ros-domain", "999", "must be a DDS domain id 0-232"),
     # lengths past any sensible run: --run-seconds 1e308 was an OverflowError after bridge and node had started
     ("--run-seconds", "1e308", "must be at most 3600"), ("--soak", "1e308", "must be at most 604800"),
-    ("--dropout-ms", "1e9", "must be at most 60000"),
+    ("--dropout-ms", "1e9", "must be at most 60000"), ("--push-force", "1e308", "must be at most 10000"),
     ("--soak", "5", "must be 0 (no soak) or at least 30 s"),
     ("--nice", "-40", "must be an integer -20..19"),  # too short to measure memory growth: failed with no reason
 ])
