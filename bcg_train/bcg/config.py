@@ -95,7 +95,7 @@ class BCGConfig:
             raise ValueError("bundle_slots must be >= 0 (0: every environment)")
         if self.bundle_steps < 1:
             raise ValueError("bundle_steps must be >= 1")
-        for name in ("sigma_p", "sigma_v", "damping"):
+        for name in ("sigma_p", "sigma_v", "damping", "force_threshold"):
             value = getattr(self, name)
             if isinstance(value, (int, float)) and value < 0:
                 raise ValueError(f"{name} must be >= 0")

@@ -105,6 +105,8 @@ class SHACConfig:
             raise ValueError(f"shac.target_critic_alpha must be in [0, 1) (1: the target never moves), got {self.target_critic_alpha}")
         if self.action_noise_std < 0:
             raise ValueError(f"shac.action_noise_std must be >= 0, got {self.action_noise_std}")
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):  # Adam's moment decays: 1.5 diverges
+            raise ValueError(f"shac.betas must be two numbers in [0, 1), got {list(self.betas)}")
         for name in ("actor_hidden", "critic_hidden"):  # a layer of 0 units compiles, and the network outputs constants
             if not all(width >= 1 for width in getattr(self, name)):
                 raise ValueError(f"shac.{name} must list layer widths >= 1, got {list(getattr(self, name))}")

@@ -43,6 +43,8 @@ def test_train_rejects_unknown_task_and_bad_config(tmp_path, capsys):
     ("checkpoint_every: 0\n", "checkpoint_every must be >= 1, got 0"),  # was a ZeroDivisionError after the compile
     ("shac:\n  actor_grad_clip: 0.0\n", "shac.actor_grad_clip must be > 0, got 0.0"),  # every update zeroed
     ("shac:\n  target_critic_alpha: 1.0\n", "shac.target_critic_alpha must be in [0, 1)"),
+    ("shac:\n  betas: [1.5, -3.0]\n", "shac.betas must be two numbers in [0, 1), got [1.5, -3.0]"),  # accepted: Adam diverged
+    ("task:\n  bcg:\n    force_threshold: -5.0\n", "force_threshold must be >= 0"),  # accepted: every contact triggered
     ("task:\n  rewards:\n    joint_pos:\n      weight: 0.5\n      sigma: 0.0\n", "rewards.joint_pos.sigma must be > 0, got 0.0"),
     ("task:\n  domain:\n    model_resample_steps: 0\n", "'model_resample_steps' >= 1"),
     # NaN passed every 'x <= 0' check: a crash after the compile, or termination switched off
