@@ -169,6 +169,8 @@ def extends_chain(path: str | Path, _seen: tuple[Path, ...] = ()) -> list[tuple[
     base = (path.parent / parent).resolve()
     if base in _seen or base == path.resolve():
         raise ConfigError(path, f"'{EXTENDS_KEY}: {parent}' forms a cycle")
+    if not base.is_file():  # named here: the missing file alone did not say which config wanted it
+        raise ConfigError(path, f"'{EXTENDS_KEY}: {parent}': no such file ({base})")
     return extends_chain(base, _seen + (path.resolve(),)) + [(path, data)]
 
 
