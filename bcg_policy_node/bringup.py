@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG
+from bcg_policy_node.sentinel.sentinel_watch import DEFAULT_TIMEOUT_S, sentinel_timeout_for
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG
 from bcg_robot.paths import PACKAGE, resolve_share_path, share_dir
 from bcg_robot.wire import TRANSPORT_UNITREE_SDK, TRANSPORTS
@@ -124,11 +125,23 @@ def g1_real_nodes(
     if not network_interface.strip():
         raise ValueError("the G1's network interface is required (e.g. eth0 on the 192.168.123.x subnet)")
     safety = {"safety_config": safety_config}
+    # a safety config with a long stale limit needs a slower sentinel (it refuses to start
+    # otherwise, and the node then waits in PASSIVE for a sentinel that never comes)
+    timeout = _sentinel_timeout(robot_config, safety_config)
     return [
         policy_node_spec(TRANSPORT_UNITREE_SDK, policy, robot_config, sdk_domain, network_interface,
                          release_sport_mode=True, extra={**safety, "deadman_timeout_s": deadman_timeout_s}),
-        sentinel_spec(TRANSPORT_UNITREE_SDK, robot_config, sdk_domain, network_interface, extra=safety),
+        sentinel_spec(TRANSPORT_UNITREE_SDK, robot_config, sdk_domain, network_interface,
+                      extra={**safety, **({} if timeout == DEFAULT_TIMEOUT_S else {"timeout_s": timeout})}),
     ]
+
+
+def _sentinel_timeout(robot_config: str, safety_config: str) -> float:
+    from bcg_policy_node.config.safety_config import load_safety_config
+    from bcg_robot.config import load_robot_config
+
+    control_dt = load_robot_config(robot_config, check_model=False).control_dt
+    return sentinel_timeout_for(load_safety_config(safety_config).stale_after(control_dt), control_dt)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,11 +164,14 @@ G1_REAL_LAUNCH_ARGUMENTS = (
 
 def check_launch_argument_names(given: Iterable[str], declared: Sequence[LaunchArgument], launch_file: str) -> None:
     """Refuse a launch argument that is not declared but close to one that is: launch
-    ignores undeclared names, so ``polcy:=mine.onnx`` would run the default policy.
+    ignores undeclared names, so ``polcy:=mine.onnx`` would run the default policy, and
+    ``deadman:=0.5`` the robot without a deadman. Close: a near spelling, or a name that is a
+    declared one shortened or lengthened at a word (``deadman``, ``safety``, ``policy_path``).
     Other undeclared names pass (an including launch file's own arguments reach us too)."""
     names = [a.name for a in declared]
     for name in sorted(set(given) - set(names)):
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.75) or [
+            n for n in names if n.startswith(name + "_") or name.startswith(n + "_")]
         if close:
             raise ValueError(f"{launch_file}: unknown launch argument '{name}' (did you mean '{close[0]}'?)")
 

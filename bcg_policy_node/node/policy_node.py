@@ -210,7 +210,8 @@ class PolicyNode(LifecycleNode):
         c = policy.contract
         self.get_logger().info(
             f"policy {self.policy_path}: motion '{c.motion_id}', {c.num_joints} joints, dt {c.control_dt} s, "
-            f"contract checked against '{robot.name}'; interface {interface.kind}")
+            f"contract checked against '{robot.name}'; interface {interface.kind}; operator deadman "
+            f"{f'{self.deadman_timeout:g} s' if self.deadman_timeout > 0 else 'off (deadman_timeout_s 0)'}")
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -62,6 +62,15 @@ def stall_order_error(timeout: float, node_stall_limit: float) -> str | None:
     return None
 
 
+def sentinel_timeout_for(node_stall_limit: float, control_dt: float) -> float:
+    """The sentinel's ``timeout_s`` for a node with this stale limit: the default where it is
+    longer than the limit (:func:`stall_order_error`), else one control period past the limit.
+    Every launcher of a node and its sentinel (``g1_real``, ``bcg-sim2sim``) chooses it so."""
+    if stall_order_error(DEFAULT_TIMEOUT_S, node_stall_limit) is None:
+        return DEFAULT_TIMEOUT_S
+    return node_stall_limit + control_dt
+
+
 class SentinelWatch:
     def __init__(self, timeout: float, report_gap: float = 1.0):
         self.timeout = timeout

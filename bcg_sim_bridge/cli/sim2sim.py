@@ -171,7 +171,7 @@ def _safety_config(path: str, stale_periods: float, robot: RobotConfig, policies
     :class:`ConfigError` or :class:`ContractError` here, before any process starts."""
     from bcg_policy_node.config.safety_config import DEFAULT_SAFETY_CONFIG, load_safety_config
     from bcg_policy_node.safety.control_loop import ControlLoop
-    from bcg_policy_node.sentinel.sentinel_watch import DEFAULT_TIMEOUT_S, stall_order_error
+    from bcg_policy_node.sentinel.sentinel_watch import DEFAULT_TIMEOUT_S, sentinel_timeout_for
     from bcg_robot.yaml_dataclass import dump_dataclass
 
     source = path or str(DEFAULT_SAFETY_CONFIG)
@@ -185,11 +185,9 @@ def _safety_config(path: str, stale_periods: float, robot: RobotConfig, policies
         described = f"{source} (stale after {cfg.stale_periods:g} periods)"
     for policy in policies:  # what the node's configure checks: the ControlLoop it builds validates the config
         ControlLoop(robot, policy, cfg)
-    control_dt = robot.control_dt
-    stale_limit = cfg.stale_after(control_dt)
-    if stall_order_error(DEFAULT_TIMEOUT_S, stale_limit) is None:
+    timeout = sentinel_timeout_for(cfg.stale_after(robot.control_dt), robot.control_dt)
+    if timeout == DEFAULT_TIMEOUT_S:
         return SafetyChoice(source, described, 0.0)
-    timeout = stale_limit + control_dt
     return SafetyChoice(source, f"{described}; sentinel timeout_s {timeout:g}", timeout)
 
 

@@ -84,6 +84,20 @@ def test_g1_real_gives_node_and_sentinel_the_same_existing_files(tmp_path, monke
 
 
 
+def test_g1_real_gives_the_sentinel_a_timeout_past_a_long_stale_limit(tmp_path):
+    """The sentinel refuses a timeout within the node's stale limit: with stale_periods 6 (120 ms,
+    allowed) it exited at start-up on its 100 ms default, and the node waited in PASSIVE for ever."""
+    from bcg_policy_node.sentinel.sentinel_watch import stall_order_error
+
+    relaxed = tmp_path / "relaxed.yaml"
+    relaxed.write_text("stale_periods: 6\n")
+    args = {**_defaults(G1_REAL_LAUNCH_ARGUMENTS), "network_interface": "eth0", "policy": POLICY}
+    node, sentinel = g1_real_nodes_from_launch({**args, "safety_config": str(relaxed)})
+    assert sentinel.parameter_dict()["timeout_s"] == pytest.approx(0.14)  # 120 ms + one control period
+    assert stall_order_error(sentinel.parameter_dict()["timeout_s"], 0.12) is None
+    assert "timeout_s" not in g1_real_nodes_from_launch(args)[1].parameter_dict()  # the default config: the default
+
+
 def test_g1_real_can_arm_the_operator_deadman():
     """Off by default, as before; the real launch could not turn it on."""
     args = {**_defaults(G1_REAL_LAUNCH_ARGUMENTS), "network_interface": "eth0", "policy": POLICY}
@@ -108,6 +122,11 @@ def test_a_misspelled_or_malformed_launch_argument_is_refused():
         bringup.check_launch_argument_names(["network_interface", "polcy", "robot_config"], args, "g1_real.launch.py")
     with pytest.raises(ValueError, match="'robot_confg'"):
         bringup.check_launch_argument_names(["robot_confg"], args, "g1_real.launch.py")
+    # a declared name shortened or lengthened at a word: 'deadman:=0.5' ran the robot with no deadman
+    for short, meant in (("deadman", "deadman_timeout_s"), ("safety", "safety_config"), ("policy_path", "policy"),
+                         ("robot", "robot_config")):
+        with pytest.raises(ValueError, match=rf"unknown launch argument '{short}' \(did you mean '{meant}'\?\)"):
+            bringup.check_launch_argument_names([short], args, "g1_real.launch.py")
     bringup.check_launch_argument_names(["policy", "use_sim_time", "my_world"], args, "g1_real.launch.py")  # an includer's own
     values = {a.name: a.default for a in args} | {"network_interface": "eth0", "policy": POLICY, "domain_id": "zero"}
     with pytest.raises(ValueError, match="launch argument domain_id:='zero' is not an integer"):
