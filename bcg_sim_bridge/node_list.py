@@ -12,10 +12,11 @@ The bridge's ``interface`` and the node's ``kind`` take the same transport name
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from bcg_policy_node.bringup import (LaunchArgument, NodeSpec, check_transport, int_launch_argument, merged_parameters,
-                                     policy_node_spec, sentinel_spec)
+from bcg_policy_node.bringup import (LaunchArgument, NodeSpec, check_transport, file_launch_argument, int_launch_argument,
+                                     merged_parameters, policy_node_spec, sentinel_spec)
 from bcg_robot.config import DEFAULT_ROBOT_CONFIG
 from bcg_robot.wire import TRANSPORT_ROS2, TRANSPORTS
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG
@@ -65,10 +66,20 @@ SIM2SIM_LAUNCH_ARGUMENTS = (
 )
 
 
+# the simulation's ROS traffic stays on this machine: on the robot's network, its sentinel's
+# heartbeat and an operator's RUN would reach a real robot's node of the same names
+SIM_ROS_ENV = (("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),)
+
+
 def sim2sim_nodes_from_launch(args: dict[str, str]) -> list[NodeSpec]:
-    """``sim2sim.launch.py``: the node list from its (string) launch arguments."""
-    return sim2sim_nodes(args["interface"], args["policy"], args["robot_config"], args["bridge_config"],
-                         int_launch_argument(args, "sdk_domain", "sim2sim.launch.py"))
+    """``sim2sim.launch.py``: the node list from its (string) launch arguments. Files are resolved
+    and checked at launch, as ``g1_real``'s (a missing one stopped single processes, the launch
+    running on); every process discovers only this machine's (:data:`SIM_ROS_ENV`)."""
+    launch_file = "sim2sim.launch.py"
+    files = {name: file_launch_argument(args, name, launch_file) for name in ("policy", "robot_config", "bridge_config")}
+    specs = sim2sim_nodes(args["interface"], files["policy"], files["robot_config"], files["bridge_config"],
+                          int_launch_argument(args, "sdk_domain", launch_file))
+    return [dataclasses.replace(spec, env=spec.env + SIM_ROS_ENV) for spec in specs]
 
 
 def resolve_launch_policy(policy: str, robot_config: str) -> str:

@@ -6,6 +6,8 @@ policy node and sentinel of :mod:`bcg_policy_node.bringup`), the same descriptio
 ``bcg-sim2sim`` starts without launch_ros. The policy node is a lifecycle
 node; this file configures and activates it (it then ramps to the default pose and
 holds; RUN needs the operator: ``ros2 service call /policy_node/run std_srvs/srv/Trigger``).
+Its processes discover only this machine's (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``):
+on a robot's network they would answer that robot's operator calls under the same names.
 """
 
 from launch import LaunchDescription
@@ -29,8 +31,9 @@ def _actions(spec):
     node = LifecycleNode(**common)
     configure = EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(node),
                                             transition_id=Transition.TRANSITION_CONFIGURE))
+    # after configure only: a deactivate (also goal "inactive") must leave the node inactive
     activate = RegisterEventHandler(OnStateTransition(
-        target_lifecycle_node=node, goal_state="inactive",
+        target_lifecycle_node=node, start_state="configuring", goal_state="inactive",
         entities=[EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(node),
                                               transition_id=Transition.TRANSITION_ACTIVATE))]))
     return [node, activate, configure]

@@ -1,12 +1,15 @@
 """The sim-to-sim process list: sim2sim.launch.py and bcg-sim2sim start the same bridge, node and sentinel."""
 
 import ast
+import dataclasses
 import importlib.util
 from pathlib import Path
 
 import pytest
 
 from bcg_policy_node.bringup import policy_node_spec, sentinel_spec
+from bcg_robot.config import DEFAULT_ROBOT_CONFIG
+from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG
 from bcg_sim_bridge.node_list import SIM2SIM_LAUNCH_ARGUMENTS, sim2sim_nodes, sim2sim_nodes_from_launch
 
 LAUNCH = Path(__file__).resolve().parents[2] / "launch"
@@ -40,9 +43,23 @@ def test_node_and_sentinel_are_the_bringups():
     assert specs[2] == sentinel_spec("unitree_sdk", specs[2].parameter_dict()["robot_config"], 1, "lo")
 
 
-def test_launch_defaults_give_the_same_list_as_sim2sim():
-    args = {**_defaults(SIM2SIM_LAUNCH_ARGUMENTS), "policy": "/p.onnx"}
-    assert sim2sim_nodes_from_launch(args) == sim2sim_nodes("ros2", "/p.onnx")
+def test_launch_defaults_give_the_same_list_as_sim2sim_on_this_machine_only(tmp_path, monkeypatch):
+    """The launch's processes discovered the whole network: on a robot's, the simulation's sentinel
+    heartbeat and an operator's RUN reached the real node of the same names. Its files are resolved
+    and checked at launch, as g1_real's (a missing one stopped single processes, the launch running on)."""
+    from bcg_robot.paths import share_file
+
+    policy = str(share_file("models/g1_squat.onnx"))
+    args = {**_defaults(SIM2SIM_LAUNCH_ARGUMENTS), "policy": policy}
+    specs = sim2sim_nodes_from_launch(args)
+    assert [dataclasses.replace(s, env=()) for s in specs] == sim2sim_nodes("ros2", policy, str(DEFAULT_ROBOT_CONFIG),
+                                                                            str(DEFAULT_BRIDGE_CONFIG))
+    assert all(s.env_dict()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST" for s in specs)
+    monkeypatch.chdir(tmp_path)  # a relative name from elsewhere: the installed file
+    assert sim2sim_nodes_from_launch({**args, "policy": "models/g1_squat.onnx"})[1].parameter_dict()["policy_path"] == policy
+    for name in ("policy", "robot_config", "bridge_config"):
+        with pytest.raises(ValueError, match=rf"sim2sim.launch.py: launch argument {name}:='nothere.yaml' is not a file"):
+            sim2sim_nodes_from_launch({**args, name: "nothere.yaml"})
     with pytest.raises(ValueError, match="interface"):
         sim2sim_nodes_from_launch({**args, "interface": "serial"})
     with pytest.raises(ValueError, match="interface 'unitree_dds'"):  # one name per transport: no alias
