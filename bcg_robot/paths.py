@@ -26,7 +26,7 @@ def share_dir() -> Path:
 
         try:
             return Path(get_package_share_directory(PACKAGE))
-        except PackageNotFoundError:
+        except (PackageNotFoundError, OSError):  # OSError: AMENT_PREFIX_PATH unset (no ROS setup sourced)
             pass
     except ImportError:
         pass
