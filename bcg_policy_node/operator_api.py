@@ -2,7 +2,8 @@
 file, the sentinel or the sim-to-sim driver needs. Import it; never spell names twice.
 
 Topic and service names are relative, so they resolve under the namespace of whoever
-uses them (put node and driver in the same namespace).
+uses them (put node and driver in the same namespace); ``/diagnostics`` alone is absolute,
+as ROS's diagnostics convention has it.
 
 The policy node's topics and services below exist from its lifecycle configure to its
 cleanup (none while unconfigured); heartbeat, timing and joint states (and on ``ros2``
