@@ -39,7 +39,6 @@ class Policy(Protocol):
 
 @dataclasses.dataclass
 class OperatorInputs:
-    estop: bool = False  # asserted by any e-stop station, each at the level it last sent
     estop_pulse: bool = False  # an assertion since the last tick: latched, so a pulse shorter than a tick trips
     deadman_at: float | None = None  # time of the last deadman heartbeat (same clock as ticks)
     sentinel_at: float | None = None  # time of the sentinel's last heartbeat (same clock as ticks)
@@ -48,10 +47,14 @@ class OperatorInputs:
     # name): one station's periodic "released" must not clear another's "pressed"
     estop_stations: dict[bytes, bool] = dataclasses.field(default_factory=dict)
 
+    @property
+    def estop(self) -> bool:
+        """Asserted by any e-stop station, each at the level it last sent."""
+        return any(self.estop_stations.values())
+
     def set_estop(self, asserted: bool, station: bytes = b"") -> None:
         """The e-stop callback: the station's level, and the latch the next tick consumes."""
         self.estop_stations[station] = asserted
-        self.estop = any(self.estop_stations.values())
         self.estop_pulse = self.estop_pulse or asserted
 
     def forget_estop_stations(self, present: set[bytes]) -> None:
@@ -60,7 +63,6 @@ class OperatorInputs:
         holds its level until it sends another. Writers with no id are kept."""
         for station in [s for s in self.estop_stations if s and s not in present]:
             del self.estop_stations[station]
-        self.estop = any(self.estop_stations.values())
 
 
 @dataclasses.dataclass(frozen=True)
