@@ -33,10 +33,9 @@ class ElasticBandConfig:
                 raise ValueError(f"key 'elastic_band.{key}': {value} not in [0, {high:g}]")
 
 
-# Upper bounds of the band's settings: 5x the defaults or more, all at once checked to hold a limp
-# G1 without diverging at 500 Hz and 1 kHz (test_bridge_physics; a 1e6 N/m spring with 1e4 N s/m
-# diverged at 500 Hz). Beyond them the explicit spring
-# diverged in the first physics step (a 1e300 N/m spring), named by neither file nor key.
+# Upper bounds of the band's settings: 5x the defaults or more, checked all at once to hold a limp
+# G1 without diverging at 500 Hz and 1 kHz (test_bridge_physics; 1e6 N/m with 1e4 N s/m diverged
+# at 500 Hz). Unbounded, a 1e300 N/m spring diverged in the first step, naming neither file nor key.
 BAND_LIMITS = {
     "stiffness": 1e5,  # N/m
     "damping": 1e4,  # N s/m

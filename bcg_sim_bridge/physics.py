@@ -21,7 +21,8 @@ import mujoco
 import numpy as np
 
 from bcg_robot.config import RobotConfig
-from bcg_robot.model import build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices, refresh_sensors, simulation_diverged
+from bcg_robot.model import (build_model, foot_floor_geoms, joint_dof_indices, joint_qpos_indices, refresh_sensors,
+                             simulation_diverged)
 from bcg_robot.pd import pd_torque
 from bcg_robot.wire import LowCommand
 from bcg_sim_bridge.config import BridgeConfig, ElasticBandConfig

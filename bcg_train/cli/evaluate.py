@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"selection seeds {SELECTION_FIRST_SEED}..)")
     parser.add_argument("--duration", type=positive_float_at_most(MAX_DURATION_S), default=10.0,
                         help=f"seconds per rollout (at most {MAX_DURATION_S:g})")
-    parser.add_argument("--motion", type=Path, default=None, help="reference CSV (default: the clip the policy's .train.yaml names, else "
-                             "models/motions/<motion id>.csv)")
+    parser.add_argument("--motion", type=Path, default=None,
+                        help="reference CSV (default: the clip the policy's .train.yaml names, else models/motions/<motion id>.csv)")
     parser.add_argument("--train-config", type=Path, default=None, help="training config (DR ranges, contact; default: <policy>.train.yaml)")
     parser.add_argument("--no-dr", action="store_true", help="evaluate without domain randomization")
     parser.add_argument("--out", type=Path, default=None, help="output folder for plot/summary/video (default: next to the policy)")
