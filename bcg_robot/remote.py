@@ -30,23 +30,34 @@ class RemoteState:
         return all(n in self.buttons for n in names)
 
 
+def buttons_from_mask(mask: int) -> frozenset[str]:
+    """The buttons a mask holds (bits beyond :data:`BUTTON_BITS` ignored)."""
+    return frozenset(name for name, bit in BUTTON_BITS.items() if mask >> bit & 1)
+
+
+def button_mask(buttons) -> int:
+    """The mask of ``buttons`` (names of :data:`BUTTON_BITS`; an unknown one is a ValueError)."""
+    unknown = set(buttons) - set(BUTTON_BITS)
+    if unknown:
+        raise ValueError(f"unknown remote button {sorted(unknown)[0]}")
+    return sum(1 << BUTTON_BITS[b] for b in set(buttons))
+
+
 def decode_remote(raw) -> RemoteState:
     data = bytes(bytearray(int(b) & 0xFF for b in raw))
     if len(data) < REMOTE_BYTES:
         raise ValueError(f"wireless_remote has {len(data)} bytes, expected {REMOTE_BYTES}")
     (mask,) = struct.unpack_from("<H", data, 2)
-    buttons = frozenset(name for name, bit in BUTTON_BITS.items() if mask >> bit & 1)
+    buttons = buttons_from_mask(mask)
     lx, rx, ry = struct.unpack_from("<3f", data, 4)
     (ly,) = struct.unpack_from("<f", data, 20)
     return RemoteState(buttons, lx, rx, ry, ly)
 
 
 def encode_remote(state: RemoteState) -> list[int]:
-    unknown = set(state.buttons) - set(BUTTON_BITS)
-    if unknown:
-        raise ValueError(f"unknown remote button {sorted(unknown)[0]}")
+    mask = button_mask(state.buttons)
     data = bytearray(REMOTE_BYTES)
-    struct.pack_into("<H", data, 2, sum(1 << BUTTON_BITS[b] for b in state.buttons))
+    struct.pack_into("<H", data, 2, mask)
     struct.pack_into("<3f", data, 4, state.lx, state.rx, state.ry)
     struct.pack_into("<f", data, 20, state.ly)
     return list(data)

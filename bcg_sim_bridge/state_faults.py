@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from bcg_robot.config import RobotConfig
-from bcg_robot.remote import BUTTON_BITS
+from bcg_robot.remote import button_mask
 from bcg_robot.wire import TRANSPORT_UNITREE_SDK
 from bcg_policy_node.operator_api import REMOTE_ESTOP_BUTTONS, REMOTE_RUN_BUTTONS
 from bcg_sim_bridge.physics import BridgeState
@@ -34,10 +34,6 @@ HOT_JOINT = "right_knee"  # "hot" reports this joint's motor at HOT_MOTOR_TEMPER
 HOT_MOTOR_TEMPERATURE_C = 120.0
 NORMAL_MOTOR_TEMPERATURE_C = 40.0
 TILT_QUAT = np.array([np.cos(0.65), np.sin(0.65), 0.0, 0.0])  # 1.3 rad about x (w x y z)
-
-
-def button_mask(buttons: tuple[str, ...]) -> int:
-    return sum(1 << BUTTON_BITS[name] for name in buttons)
 
 
 def faulty_state(state: BridgeState, fault: str, robot: RobotConfig, stalled_tick: int) -> BridgeState | None:

@@ -18,7 +18,7 @@ import numpy as np
 from unitree_sdk2py.core.channel import ChannelPublisher, ChannelSubscriber
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-from bcg_robot.remote import BUTTON_BITS, RemoteState
+from bcg_robot.remote import RemoteState, buttons_from_mask
 from bcg_robot.unitree_hg import (MODE_PR_PITCH_ROLL, CommandVerdict, LowStateSample, check_low_cmd, new_low_state,
                                   pack_low_state, unpack_low_cmd)
 from bcg_robot.wire import UNITREE_COMMAND_TOPIC, UNITREE_MODE_MACHINE_29DOF, UNITREE_STATE_TOPIC, LowCommand
@@ -27,10 +27,6 @@ from bcg_sim_bridge.interfaces import CommandSink, InterfaceCounters
 from bcg_sim_bridge.physics import BridgeState
 
 MOTOR_TEMPERATURE_C = 35.0  # simulated drives stay cool
-
-
-def buttons_from_mask(mask: int) -> frozenset[str]:
-    return frozenset(name for name, bit in BUTTON_BITS.items() if mask >> bit & 1)
 
 
 def receive_low_cmd(msg: LowCmd_, num_joints: int, counters: InterfaceCounters,

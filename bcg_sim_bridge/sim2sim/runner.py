@@ -15,7 +15,7 @@ import numpy as np
 from bcg_policy_node import operator_api as api
 from bcg_robot import metrics
 from bcg_robot.config import RobotConfig
-from bcg_robot.remote import BUTTON_BITS
+from bcg_robot.remote import button_mask
 from bcg_robot.wire import TRANSPORT_ROS2, TRANSPORT_UNITREE_SDK
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG
 from bcg_sim_bridge.node_list import sim2sim_nodes
@@ -27,7 +27,7 @@ from bcg_sim_bridge.harness.processes import ProcessGroup, machine_cpu_times, ma
 from bcg_sim_bridge.sim2sim.scenarios import Scenario
 from bcg_sim_bridge.unitree_probe import read_result
 
-REMOTE_ESTOP_MASK = (1 << BUTTON_BITS["L2"]) | (1 << BUTTON_BITS["B"])
+REMOTE_ESTOP_MASK = button_mask(api.REMOTE_ESTOP_BUTTONS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,7 +257,7 @@ def _drive(opts: RunOptions, scenario: Scenario, interface: str, driver: Sim2Sim
         marks["fault"] = group.kill("policy")
         driver.note("policy node killed (SIGKILL)")
     elif name == "estop":
-        marks["fault"] = driver.estop() if interface == TRANSPORT_ROS2 else driver.remote_buttons(REMOTE_ESTOP_MASK, "L2+B")
+        marks["fault"] = driver.estop() if interface == TRANSPORT_ROS2 else driver.remote_buttons(REMOTE_ESTOP_MASK, "+".join(api.REMOTE_ESTOP_BUTTONS))
     elif name == "push":
         marks["fault"] = driver.push((opts.push_force, 0.0, 0.0), 0.2)
     if name == "kill":

@@ -74,8 +74,18 @@ def test_a_command_in_ab_ankle_mode_is_dropped_and_counted(robot):
     assert (snap["ab_ankle_mode"], snap["accepted"]) == (1, 1)
 
 
-def test_remote_mask_names_buttons():
+def test_remote_mask_names_buttons_with_the_shared_codec():
+    """The bridge's button injection and the node's remote decoding are one codec (bcg_robot.remote):
+    the bridge had its own copies of the mask's encoding and decoding."""
+    import bcg_robot.remote as remote
+    from bcg_sim_bridge import state_faults
+    from bcg_sim_bridge.sim2sim import runner
+
     assert buttons_from_mask((1 << 5) | (1 << 9)) == frozenset({"L2", "B"})
+    assert buttons_from_mask is remote.buttons_from_mask and state_faults.button_mask is remote.button_mask
+    assert remote.decode_remote(remote.encode_remote(RemoteState(buttons_from_mask(runner.REMOTE_ESTOP_MASK)))).pressed("L2", "B")
+    with pytest.raises(ValueError, match="unknown remote button Z"):
+        remote.button_mask(("A", "Z"))
 
 
 def test_a_command_with_a_non_finite_value_is_dropped_whole_and_counted_on_both_transports(robot):
