@@ -7,7 +7,8 @@ SDK's ``CRC().Crc`` over the packed message (a uint32 in the message's ``crc`` f
 message whose CRC is wrong is dropped by the robot and commands nothing.
 
 Layout: ``motor_cmd`` / ``motor_state`` hold :data:`UNITREE_NUM_MOTORS` slots in motor
-order, the robot's joints first (29 on the G1); the slots beyond are unused. A LowCmd_
+order; a joint of the robot config sits in its slot (:func:`bcg_robot.wire.unitree_motor_slots`:
+slots 0..28 on a 29-DoF G1, a 23-DoF one skips six), and the other slots are unused. A LowCmd_
 carries ``mode_pr`` (:data:`MODE_PR_PITCH_ROLL` or :data:`MODE_PR_AB`), ``mode_machine``
 copied from the robot's LowState_ (:data:`UNITREE_MODE_MACHINE_29DOF` on a 29-DoF G1) and
 ``reserve[4]``, where the BCG writers put their stamp (:func:`bcg_robot.wire.command_stamp`,
@@ -42,7 +43,7 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
 from bcg_robot.remote import RemoteState, decode_remote, encode_remote
-from bcg_robot.wire import COMMAND_FIELDS, UNITREE_MODE_MACHINE_29DOF, UNITREE_NUM_MOTORS, LowCommand
+from bcg_robot.wire import COMMAND_FIELDS, UNITREE_MODE_MACHINE_29DOF, UNITREE_NUM_MOTORS, LowCommand, unitree_motor_slots
 
 MOTOR_MODE_DISABLE = 0
 MOTOR_MODE_ENABLE = 1
@@ -106,6 +107,12 @@ def seal(msg: LowCmd_ | LowState_, corrupt: bool = False) -> None:
     msg.crc = (crc ^ CORRUPT_CRC_MASK) & 0xFFFFFFFF if corrupt else crc
 
 
+def _slots(num_joints: int, what: str) -> tuple[int, ...]:
+    if num_joints > UNITREE_NUM_MOTORS:
+        raise ValueError(f"{what} for {num_joints} joints, a unitree_hg message has {UNITREE_NUM_MOTORS} motors")
+    return unitree_motor_slots(num_joints)
+
+
 # LowCmd_ -----------------------------------------------------------------------------------
 def new_low_cmd() -> LowCmd_:
     return unitree_hg_msg_dds__LowCmd_()
@@ -115,20 +122,20 @@ def pack_low_cmd(command: LowCommand, mode_machine: int, mode_pr: int = MODE_PR_
                  stamp: list[int] | None = None, into: LowCmd_ | None = None) -> LowCmd_:
     """A sealed LowCmd_ for ``command`` (written into ``into`` when given, which is reused).
 
-    Mode 1 on the command's joints, mode 0 with zero targets and gains beyond them; ``stamp``
-    goes into ``reserve`` (None leaves ``reserve`` as it is)."""
-    if command.num_joints > UNITREE_NUM_MOTORS:
-        raise ValueError(f"command for {command.num_joints} joints, a LowCmd_ has {UNITREE_NUM_MOTORS} motors")
+    Mode 1 in the slots of the command's joints, mode 0 with zero targets and gains in the
+    others; ``stamp`` goes into ``reserve`` (None leaves ``reserve`` as it is)."""
+    slots = _slots(command.num_joints, "command")
     msg = into if into is not None else new_low_cmd()
     msg.mode_pr = mode_pr
     msg.mode_machine = mode_machine
     if stamp is not None:
         msg.reserve = stamp
-    n = command.num_joints
+    joint_in_slot = {slot: j for j, slot in enumerate(slots)}
     q, dq, tau, kp, kd = (getattr(command, f).tolist() for f in COMMAND_FIELDS)
     for i, m in enumerate(msg.motor_cmd):
-        if i < n:
-            m.mode, m.q, m.dq, m.tau, m.kp, m.kd = MOTOR_MODE_ENABLE, q[i], dq[i], tau[i], kp[i], kd[i]
+        j = joint_in_slot.get(i)
+        if j is not None:
+            m.mode, m.q, m.dq, m.tau, m.kp, m.kd = MOTOR_MODE_ENABLE, q[j], dq[j], tau[j], kp[j], kd[j]
         else:
             m.mode, m.q, m.dq, m.tau, m.kp, m.kd = MOTOR_MODE_DISABLE, 0.0, 0.0, 0.0, 0.0, 0.0
     seal(msg)
@@ -145,11 +152,12 @@ def check_low_cmd(msg: LowCmd_, mode_machine: int = UNITREE_MODE_MACHINE_29DOF) 
 
 
 def unpack_low_cmd(msg: LowCmd_, num_joints: int) -> UnpackedLowCmd:
-    """The first ``num_joints`` motors; a motor not in mode 1 is disabled (an all-zero row)."""
+    """The motors of ``num_joints`` joints (their slots), in joint order; a motor not in mode 1 is
+    disabled (an all-zero row)."""
     rows = np.zeros((len(COMMAND_FIELDS), num_joints))
     disabled = []
-    for i in range(num_joints):
-        m = msg.motor_cmd[i]
+    for i, slot in enumerate(_slots(num_joints, "command")):
+        m = msg.motor_cmd[slot]
         if m.mode == MOTOR_MODE_ENABLE:
             rows[:, i] = (m.q, m.dq, m.tau, m.kp, m.kd)
         else:
@@ -174,9 +182,8 @@ def new_low_state() -> LowState_:
 def pack_low_state(sample: LowStateSample, into: LowState_ | None = None, corrupt_crc: bool = False) -> LowState_:
     """A sealed LowState_ for ``sample`` (written into ``into`` when given, which is reused).
 
-    The sample's joints report motor mode 1; ``corrupt_crc`` seals it with a wrong CRC."""
-    if sample.num_joints > UNITREE_NUM_MOTORS:
-        raise ValueError(f"state of {sample.num_joints} joints, a LowState_ has {UNITREE_NUM_MOTORS} motors")
+    The sample's joints, in their slots, report motor mode 1; ``corrupt_crc`` seals it with a wrong CRC."""
+    slots = _slots(sample.num_joints, "state")
     msg = into if into is not None else new_low_state()
     msg.tick = int(sample.tick) & 0xFFFFFFFF
     msg.mode_machine = int(sample.mode_machine)
@@ -187,7 +194,8 @@ def pack_low_state(sample: LowStateSample, into: LowState_ | None = None, corrup
     imu.rpy = [float(v) for v in quat_to_rpy(sample.quat_wxyz)]
     columns = zip(sample.q.tolist(), sample.dq.tolist(), sample.tau_est.tolist(), sample.motor_fault.tolist(),
                   np.rint(sample.motor_temperature).astype(int).tolist())
-    for m, (q, dq, tau, fault, temperature) in zip(msg.motor_state, columns):
+    for slot, (q, dq, tau, fault, temperature) in zip(slots, columns):
+        m = msg.motor_state[slot]
         m.mode = MOTOR_MODE_ENABLE
         m.q, m.dq, m.tau_est = q, dq, tau
         m.motorstate = int(fault)
@@ -198,8 +206,9 @@ def pack_low_state(sample: LowStateSample, into: LowState_ | None = None, corrup
 
 
 def unpack_low_state(msg: LowState_, num_joints: int) -> LowStateSample:
-    """The first ``num_joints`` motors of ``msg`` (its CRC is not checked here: :func:`crc_ok`)."""
-    motors = msg.motor_state[:num_joints]
+    """The motors of ``num_joints`` joints (their slots) of ``msg``, in joint order (its CRC is not
+    checked here: :func:`crc_ok`)."""
+    motors = [msg.motor_state[slot] for slot in _slots(num_joints, "state")]
     imu = msg.imu_state
     return LowStateSample(
         tick=int(msg.tick),

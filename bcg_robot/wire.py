@@ -46,6 +46,21 @@ UNITREE_MODE_MACHINE_23DOF = 4
 # LowState's mode_machine by the robot's joint count (g1.md): a robot config with 29 joints
 # on a robot that reports another variant would run its policy on the wrong motors
 UNITREE_MODE_MACHINE_BY_JOINTS = {29: UNITREE_MODE_MACHINE_29DOF, 23: UNITREE_MODE_MACHINE_23DOF}
+# The motor slot of each joint of the robot config, in its joint order (g1.md): a 29-DoF G1
+# fills slots 0..28; a 23-DoF one leaves the waist's roll and pitch (13, 14) and each wrist's
+# pitch and yaw (20, 21, 27, 28) unused, so its joints 13..22 sit in slots 15..19 and 22..26.
+UNITREE_23DOF_UNUSED_SLOTS = (13, 14, 20, 21, 27, 28)
+UNITREE_MOTOR_SLOTS = {
+    29: tuple(range(29)),
+    23: tuple(s for s in range(29) if s not in UNITREE_23DOF_UNUSED_SLOTS),
+}
+
+
+def unitree_motor_slots(num_joints: int) -> tuple[int, ...]:
+    """The motor slots of a robot config's ``num_joints`` joints, in its joint order. A count no
+    G1 variant has keeps the first slots; the state watchdog refuses to run such a config on a
+    robot that reports its variant (``robot_variant``)."""
+    return UNITREE_MOTOR_SLOTS.get(num_joints, tuple(range(num_joints)))
 
 
 @dataclasses.dataclass(frozen=True)

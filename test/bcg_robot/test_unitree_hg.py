@@ -125,3 +125,33 @@ def test_motor_mode_rule_unpacking_disables_a_motor_not_in_mode_1(robot, mode):
 def test_rpy_of_a_yaw_rotation():
     half = np.pi / 8
     np.testing.assert_allclose(quat_to_rpy(np.array([np.cos(half), 0, 0, np.sin(half)])), [0, 0, np.pi / 4], atol=1e-12)
+
+
+def test_a_23_dof_robots_joints_sit_in_its_motor_slots_on_both_sides_of_the_wire(robot):
+    """g1.md: a 23-DoF G1 leaves slots 13, 14, 20, 21, 27 and 28 unused. Joint i went to slot i,
+    so a 23-joint config (which the robot_variant check accepts on mode_machine 4) drove its left
+    shoulder pitch into an empty slot, its right arm's last joints onto other motors, and left the
+    right elbow and wrist limp; the bridge packed the same way, so sim-to-sim agreed with it."""
+    from bcg_robot.wire import UNITREE_MODE_MACHINE_23DOF, unitree_motor_slots
+
+    slots = unitree_motor_slots(23)
+    assert slots == (*range(13), 15, 16, 17, 18, 19, 22, 23, 24, 25, 26) and unitree_motor_slots(29) == tuple(range(29))
+    n = 23
+    command = LowCommand.position(np.arange(n) + 1.0, np.full(n, 40.0), np.full(n, 2.0))
+    msg = pack_low_cmd(command, UNITREE_MODE_MACHINE_23DOF)
+    assert [m.mode for m in msg.motor_cmd[:29]] == [MOTOR_MODE_DISABLE if s in (13, 14, 20, 21, 27, 28) else MOTOR_MODE_ENABLE
+                                                   for s in range(29)]
+    assert [msg.motor_cmd[s].q for s in slots] == list(np.arange(n) + 1.0)  # joint 13 (left shoulder pitch) in slot 15
+    assert msg.motor_cmd[13].kp == 0.0 and msg.motor_cmd[15].q == 14.0 and msg.motor_cmd[26].q == 23.0
+    back = unpack_low_cmd(msg, n)
+    np.testing.assert_array_equal(back.command.q, command.q)
+    assert back.disabled == ()
+
+    sample = LowStateSample(
+        tick=1, mode_machine=UNITREE_MODE_MACHINE_23DOF, q=np.arange(n) * 0.1, dq=np.zeros(n), tau_est=np.zeros(n),
+        quat_wxyz=np.array([1.0, 0.0, 0.0, 0.0]), gyro=np.zeros(3), accelerometer=np.zeros(3),
+        motor_fault=np.zeros(n, dtype=np.int64), motor_temperature=np.full(n, 30.0), remote=RemoteState())
+    state = pack_low_state(sample)
+    assert state.motor_state[15].q == pytest.approx(1.3) and state.motor_state[13].q == 0.0
+    assert [m.mode for m in state.motor_state[13:15]] == [MOTOR_MODE_DISABLE] * 2
+    np.testing.assert_allclose(unpack_low_state(state, n).q, sample.q, atol=1e-6)
