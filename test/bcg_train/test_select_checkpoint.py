@@ -11,7 +11,8 @@ from bcg_train.cli.select_checkpoint import best_row, checkpoints, main, read_ro
 
 
 def _judge_standing(monkeypatch) -> list[str]:
-    """bcg-export and bcg-eval (our own CLIs, tested on their own) replaced by a recorder that writes
+    """bcg-export and bcg-eval (our own CLIs: test_train_cli runs bcg-export's working path,
+    test_bcg_eval bcg-eval's) replaced by a recorder that writes
     a standing policy's summary; returns the evaluation folders it was asked for, in order."""
     import bcg_train.cli.evaluate as evaluate_cli
     import bcg_train.cli.export as export_cli

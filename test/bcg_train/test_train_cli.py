@@ -312,8 +312,9 @@ def test_a_missing_resume_checkpoint_stops_bcg_train_before_jax(tmp_path, bcg_tr
     assert not (tmp_path / "r").exists()
 
 
-def _checkpoint_with_policy(path, actor, mean):
-    """A checkpoint of the default config whose state holds ``actor`` and a normalizer of ``mean``."""
+def _checkpoint_with_policy(path, actor, mean, cfg=None, commit=None):
+    """A checkpoint of ``cfg`` (default: the default config) whose state holds ``actor`` and a
+    normalizer of ``mean``, saved by the code at ``commit`` (None: none recorded)."""
     import pickle
 
     import numpy as np
@@ -324,13 +325,70 @@ def _checkpoint_with_policy(path, actor, mean):
     from bcg_train.learn.shac import SHACState
     from bcg_train.learn.train import CHECKPOINT_FORMAT
 
-    config = to_plain(TrainConfig())
+    config = to_plain(cfg if cfg is not None else TrainConfig())
     stats = RunningStats(np.asarray(mean, np.float32), np.ones(np.shape(mean), np.float32), np.asarray(1.0, np.float32))
     state = SHACState(actor=actor, critics=None, target_critics=None, actor_opt=None, critic_opt=None, obs_stats=stats, env=None,
                       rng=None, iteration=np.asarray(1))
-    path.write_bytes(pickle.dumps({"format": CHECKPOINT_FORMAT, "config": config, "config_hash": plain_config_hash(config),
-                                   "state": state}))
+    payload = {"format": CHECKPOINT_FORMAT, "config": config, "config_hash": plain_config_hash(config), "state": state}
+    if commit is not None:
+        payload["source_commit"] = commit
+    path.write_bytes(pickle.dumps(payload))
     return path
+
+
+@pytest.mark.parametrize("task", ["stand", "squat"])  # the default pose, and the clip, as the action's offset
+def test_export_writes_a_policy_the_node_loads_with_its_contract_and_training_config(tmp_path, capsys, task):
+    """bcg-export's working path, end to end: the ONNX file the node loads (its contract naming the
+    clip, its length and digest, the checkpoint's config hash and commit), the network the checkpoint
+    holds (onnxruntime against the JAX policy), and the .train.yaml beside it that bcg-eval reads."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from bcg_robot.config import load_robot_config
+    from bcg_robot.onnx_policy import OnnxPolicy
+    from bcg_robot.observation import observation_size, raw_input_sizes
+    from bcg_robot.paths import resolve_share_path
+    from bcg_robot.yaml_dataclass import to_plain
+    from bcg_train.export.policy import contract_mismatch, jax_policy_on_raw
+    from bcg_train.learn.config import TRAIN_CONFIG_DIR, load_train_config, motion_sha256, plain_config_hash
+    from bcg_train.learn.networks import RunningStats
+    from bcg_train.motion.reference import load_reference_motion
+
+    robot = load_robot_config()
+    cfg = load_train_config(TRAIN_CONFIG_DIR / f"{task}.yaml")
+    a = robot.num_joints
+    n = observation_size(cfg.task.observation_spec, a)
+    rng = np.random.default_rng(3)
+    actor = _actor([n, 16, a])
+    for layer in actor:
+        layer["w"] = (0.3 * rng.normal(size=layer["w"].shape)).astype(np.float32)
+        layer["b"] = (0.1 * rng.normal(size=layer["b"].shape)).astype(np.float32)
+    mean = (0.1 * rng.normal(size=n)).astype(np.float32)
+    ckpt = _checkpoint_with_policy(tmp_path / "c.pkl", actor, mean, cfg, commit="c" * 40)
+    out = tmp_path / "policy.onnx"
+    assert export_main([str(ckpt), "--out", str(out)]) == 0
+    assert f"bcg-export: {out} (iteration 1 of {ckpt}, motion '{task}'" in capsys.readouterr().out
+
+    policy = OnnxPolicy.load(out, robot)  # the node's loader: signature, contract against the robot, a trial run
+    contract = policy.contract
+    ref = load_reference_motion(resolve_share_path(cfg.task.motion), robot, cfg.task.motion_fps)
+    assert contract.motion_id == task and contract.motion_length_s == pytest.approx(ref.length_s)
+    assert contract.motion_sha256 == motion_sha256(cfg) and contract.source_commit == "c" * 40
+    assert contract.config_hash == plain_config_hash(to_plain(cfg)) and contract.action_offset == cfg.task.action_offset
+    saved = load_train_config(out.with_suffix(".train.yaml"))
+    assert saved == cfg and contract_mismatch(contract, saved) is None
+
+    sizes = raw_input_sizes(a)
+    raw = {name: rng.normal(size=(8, size)).astype(np.float32) for name, size in sizes.items()}
+    raw["imu_quat"] = np.tile(np.array([0.98, 0.0, 0.199, 0.0], np.float32), (8, 1))
+    raw["phase"] = np.linspace(0.05, 0.95, 8, dtype=np.float32)[:, None]
+    targets, action = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(["joint_targets", "action"], raw)
+    stats = RunningStats(mean, np.ones(n, np.float32), np.asarray(1.0, np.float32))
+    table = ref.joint_pos if cfg.task.action_offset == "reference" else None
+    want_targets, want_action = jax_policy_on_raw(contract, actor, stats, cfg.shac.obs_clip, cfg.shac.action_clip, raw, table)
+    assert np.abs(action).max() > 0.1  # not a trivial policy
+    np.testing.assert_allclose(action, np.asarray(want_action), atol=1e-5)
+    np.testing.assert_allclose(targets, np.asarray(want_targets), atol=1e-5)
 
 
 def _actor(sizes):
