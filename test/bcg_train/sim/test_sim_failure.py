@@ -34,6 +34,14 @@ def test_state_failed_flags_non_finite_and_out_of_bounds_states():
     off = SimBounds(joint_speed_factor=0.0, max_root_height=0.0, max_root_speed=0.0, max_root_distance=0.0)
     failed = state_failed(off, qpos, qvel, qpos[:, :3], qvel[:, :3], qvel[:, 3:], (10.0, 10.0), ref)
     np.testing.assert_array_equal(failed, [True, False, False, False])
+    # each bound alone flags its own states (env 2 is 4.2 m from its reference too: with all
+    # bounds on, the distance alone would have hidden a broken height check)
+    for alone, want in [({"joint_speed_factor": 4.0}, [True, True, False, False]),
+                        ({"max_root_height": 3.0}, [True, False, True, False]),
+                        ({"max_root_distance": 3.0}, [True, False, True, True])]:
+        only = dataclasses.replace(off, **alone)
+        failed = state_failed(only, qpos, qvel, qpos[:, :3], qvel[:, :3], qvel[:, 3:], (10.0, 10.0), ref)
+        np.testing.assert_array_equal(failed, want, err_msg=str(alone))
     speeding = qvel.at[:, 0].set(25.0)
     failed = state_failed(SimBounds(joint_speed_factor=0.0, max_root_height=0.0), qpos, speeding, qpos[:, :3], speeding[:, :3], speeding[:, 3:], (10.0, 10.0))
     assert bool(jnp.all(failed))
