@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from typing import Callable
 
 
 @dataclasses.dataclass
@@ -28,13 +29,16 @@ class PacingStats:
 
 class RealtimePacer:
     def __init__(self, period_s: float, realtime_factor: float = 1.0, max_lag_s: float = 0.1,
-                 stop_event: threading.Event | None = None):
+                 stop_event: threading.Event | None = None, clock: Callable[[], float] = time.monotonic):
+        """``stop_event``: set, it ends a wait at once; its ``wait`` is how the pacer waits.
+        ``clock``: a monotonic clock in seconds."""
+        self.clock = clock
         self.period = period_s
         self.factor = realtime_factor
         self.max_lag = max_lag_s
         self.stop_event = stop_event or threading.Event()
         self.stats = PacingStats()
-        self._start = time.monotonic()
+        self._start = clock()
         self._origin = self._start  # wall time of step ``_anchor_step``
         self._anchor_step = 0
         self.lag_s = 0.0  # how late the last step ended (> 0: behind the schedule)
@@ -42,7 +46,7 @@ class RealtimePacer:
 
     def wait_next(self) -> None:
         """Block until the next step is due (returns at once when running as fast as possible)."""
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             self.stats.steps += 1
             self.stats.sim_s += self.period
