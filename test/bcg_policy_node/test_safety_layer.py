@@ -518,17 +518,20 @@ def test_remote_start_needs_a_fresh_press_in_hold(robot):
 
 
 def test_passive_sends_zero_torque_and_no_state_sends_nothing(robot):
-    rig = Rig(robot)
+    rig = Rig(robot, deadman=0.2)
     assert rig.loop.tick(rig.t, None, rig.inputs).command is None
+    for _ in range(int(2.0 / DT) + 2):  # the deadman held through the ramp
+        rig.inputs.deadman_at = rig.t
+        result = rig.step()
+    assert result.state is ControlState.HOLD
     rig.inputs.set_estop(True)
-    rig.loop.request_stop(rig.t)
-    rig.loop.machine.state = ControlState.PASSIVE  # as after a reset, before the ramp
-    rig.loop.machine.fault = None
+    assert rig.step().state is ControlState.DAMP
     rig.inputs.set_estop(False)
-    rig.inputs.deadman_at = None
-    loop = ControlLoop(robot, FakePolicy(robot), SafetyConfig(), deadman_timeout=0.2)
-    result = loop.tick(rig.t, make_state(robot, 1, rig.t), OperatorInputs())
-    assert result.state is ControlState.PASSIVE and result.command.is_zero_torque()
+    assert rig.loop.request_reset(rig.t, rig.inputs)[0]
+    rig.inputs.deadman_at = None  # after the reset, no deadman: PASSIVE (zero torque), no ramp
+    for _ in range(5):
+        result = rig.step()
+        assert result.state is ControlState.PASSIVE and result.command.is_zero_torque(), result
 
 
 def test_an_estop_pulse_shorter_than_a_tick_trips_on_the_next_tick(robot):
