@@ -123,6 +123,7 @@ class ControlLoop:
         self._run_started: float | None = None
         self._start_was_pressed = True  # a START held since before HOLD does not count
         self._position_sent_at: float | None = None  # when the last position command went out (confirm_send)
+        self._command_state_at: float | None = None  # received_at of the state the last tick's command was built on
 
     @property
     def state(self) -> ControlState:
@@ -205,6 +206,7 @@ class ControlLoop:
         tripping = [f for f in faults if f.kind not in _ENERGIZED_ONLY or energized]
         if tripping:
             m.trip(tripping[0], now)
+        self._command_state_at = None if state is None else state.received_at
         if state is None:
             return TickResult(None, m.state, tuple(faults), tuple(m.drain_transitions()), None, False)
 
@@ -249,15 +251,24 @@ class ControlLoop:
         """The last check before ``result.command`` goes out, at ``now``. The stall check at the
         tick's start sees only the gap between tick starts; a stall inside the tick (garbage
         collection, descheduling, an inference that hangs) leaves the motors just as long on the
-        previous position command, and the sentinel may have taken over meanwhile. A position
-        command more than the stale limit after the previous one trips ``loop_stalled`` and goes
-        out as damping instead: the sentinel waits longer than that limit (``stall_order_error``).
-        After a tick that sent no position command (PASSIVE, DAMP, no state) nothing was left
-        on the motors to go stale, and nothing is checked."""
+        previous position command, builds this one on a state as old as the stall, and the
+        sentinel may have taken over meanwhile. A position command more than the stale limit
+        after the previous one, or built on a robot state older than that limit by now, trips
+        ``loop_stalled`` and goes out as damping instead: the sentinel waits longer than that
+        limit (``stall_order_error``). The second rule covers the first position command after
+        PASSIVE or DAMP (the ramp's), which has no previous one; zero torque and damping are
+        never held back."""
         limit, previous = self.watchdog.stale_after, self._position_sent_at
-        if result.command is not None and result.state in _ENERGIZED and previous is not None and now - previous > limit:
+        energized = result.command is not None and result.state in _ENERGIZED
+        fault = None
+        if energized and previous is not None and now - previous > limit:
             fault = Fault("loop_stalled", f"this tick's command was ready {(now - previous) * 1e3:.0f} ms after the previous "
                                           f"one (limit {limit * 1e3:.0f} ms): the node itself stalled inside the tick")
+        elif energized and self._command_state_at is not None and now - self._command_state_at > limit:
+            fault = Fault("loop_stalled", f"this tick's command was ready when the robot state it was built on was "
+                                          f"{(now - self._command_state_at) * 1e3:.0f} ms old (limit {limit * 1e3:.0f} ms): "
+                                          "the node itself stalled inside the tick")
+        if fault is not None:
             self.machine.trip(fault, now)
             result = dataclasses.replace(
                 result, command=LowCommand.damping(self.damping_kd), state=self.machine.state, faults=(*result.faults, fault),

@@ -370,11 +370,36 @@ def test_a_stall_inside_the_tick_sends_damping_not_the_stale_target(robot):
     assert stalled.state is ControlState.DAMP and stalled.command.is_damping() and stalled.shaped is None
     assert rig.loop.machine.fault.kind == "loop_stalled" and "inside the tick" in str(rig.loop.machine.fault)
     assert [t.after for t in stalled.transitions][-1] is ControlState.DAMP and stalled.faults[-1].kind == "loop_stalled"
-    # after damping nothing stiff is left on the motors: a late first RAMP command is no stall
+    # after damping nothing stiff is left on the motors: the first RAMP command, ready on a fresh
+    # state, goes out however long ago the last position command was
     assert rig.loop.confirm_send(rig.step(), rig.t).command.is_damping()
     assert rig.loop.request_reset(rig.t, rig.inputs) == (True, "PASSIVE")
-    ramp = rig.loop.confirm_send(rig.step(), rig.t + 10.0)
+    ramp = rig.loop.confirm_send(rig.step(), rig.t)
     assert ramp.state is ControlState.RAMP and not ramp.command.is_damping()
+
+
+def test_the_first_ramp_command_is_not_sent_on_a_state_the_node_stalled_past(robot):
+    """The tick that leaves PASSIVE has no previous position command to time a stall from: a
+    stall inside it sent a full-gain ramp command built on the pose before the stall, while the
+    sentinel may already have taken over. A position command is never sent on a state older than
+    the stale limit."""
+    rig = Rig(robot, sentinel=1.0)
+    rig.inputs.sentinel_at, rig.inputs.sentinel_state = rig.t, "WATCHING"
+    limit = SafetyConfig().stale_periods * DT
+    result = rig.step()
+    assert result.state is ControlState.RAMP and not result.command.is_damping()
+    state_at = rig.t - 0.001  # Rig.step's state was received 1 ms before its tick
+    on_time = rig.loop.confirm_send(result, state_at + 0.9 * limit)
+    assert on_time.state is ControlState.RAMP and not on_time.command.is_damping()
+    assert rig.loop.request_stop(rig.t)[0] and rig.loop.confirm_send(rig.step(), rig.t).command.is_damping()
+    rig.inputs.sentinel_at = rig.t
+    assert rig.loop.request_reset(rig.t, rig.inputs) == (True, "PASSIVE")
+    result = rig.step()
+    assert result.state is ControlState.RAMP
+    stalled = rig.loop.confirm_send(result, rig.t - 0.001 + 1.2 * limit)
+    assert stalled.state is ControlState.DAMP and stalled.command.is_damping() and stalled.shaped is None
+    fault = rig.loop.machine.fault
+    assert fault.kind == "loop_stalled" and "robot state it was built on" in fault.message
 
 
 def test_damp_uses_the_robot_config_kd_like_the_sentinel(robot):
