@@ -62,6 +62,11 @@ from bcg_policy_node.interfaces.robot_state import RobotState, SeenCommand
 
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+# Watching lowcmd for other writers: every sample until it is taken (as the SDK reader's KeepLast(64)).
+# At depth 1, the node's own command, published at the end of a tick, replaced a foreign one that
+# had arrived during the tick, before the executor could take it: a writer in that phase of every
+# tick went unseen for good.
+COMMAND_WATCH_QOS = QoSProfile(depth=64, reliability=ReliabilityPolicy.BEST_EFFORT)
 UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"  # what the graph reports before the publisher's node is discovered
 SEEN_COMMANDS_KEPT = 1024  # commands of other writers kept between two take_commands (the newest)
 
@@ -159,7 +164,7 @@ class Ros2RobotInterface:
                                       f"node named '{node.get_name()}' writing commands would go unnoticed")
             self._roles[node.get_name()] = "own"
         if watch_commands:
-            self._command_sub = node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, STATE_QOS,
+            self._command_sub = node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, COMMAND_WATCH_QOS,
                                                          callback_group=callback_group, raw=True)
 
     @property

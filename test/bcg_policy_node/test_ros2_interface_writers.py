@@ -82,6 +82,53 @@ def test_two_nodes_of_the_policy_nodes_name_are_two_writers_and_the_second_canno
     assert watch.state is SentinelState.TAKEN_OVER and watch.reason.startswith("policy node command stream silent")
 
 
+def test_the_nodes_own_command_does_not_displace_a_foreign_one_that_arrived_during_its_tick():
+    """A foreign command that arrives while the node's executor is busy in its tick waits in the
+    reader; the node's own command, published at the end of that tick, arrives behind it. At depth
+    1 it replaced the foreign one, and a writer in that phase of every tick was never seen."""
+    robot = load_robot_config(check_model=False)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    namespace = next(NAMESPACES)
+    node = rclpy.create_node(api.NODE_NAME, namespace=namespace, context=context, enable_rosout=False,
+                             start_parameter_services=False)
+    other = rclpy.create_node("teleop_writer", namespace=namespace, context=context, enable_rosout=False,
+                              start_parameter_services=False)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        interface = Ros2RobotInterface(node, robot.joint_names, subscribe_state=False, watch_commands=True,
+                                       writer_roles=api.WRITER_ROLES)  # as the policy node opens it
+        foreign = other.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
+        message = command_message(LowCommand.damping(np.ones(robot.num_joints)))
+        own = LowCommand.zero_torque(robot.num_joints)
+        deadline = time.monotonic() + 20
+        while True:  # discovery: until the graph names the foreign publisher
+            assert time.monotonic() < deadline
+            foreign.publish(message)
+            executor.spin_once(timeout_sec=0.02)
+            if any(c.writer.role == "foreign" and "teleop_writer" in c.writer.ident for c in interface.take_commands()):
+                break
+        for _ in range(20):
+            executor.spin_once(timeout_sec=0.01)
+        interface.take_commands()
+        for _ in range(3):  # a tick: the foreign command arrives, then the node sends, then the executor runs
+            foreign.publish(message)
+            time.sleep(0.1)
+            interface.send(own)
+            time.sleep(0.1)
+            for _ in range(5):
+                executor.spin_once(timeout_sec=0.01)
+            seen = interface.take_commands()
+            assert [c.writer.role for c in seen] == ["foreign"] and "teleop_writer" in seen[0].writer.ident, seen
+        interface.close()
+    finally:
+        executor.shutdown()
+        other.destroy_node()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
 def inject(interface, gid: bytes) -> float:
     """A lowcmd message of publisher ``gid`` as the subscription hands it to the interface
     (the GID is all the interface reads of it); returns about when it arrived."""
