@@ -12,8 +12,9 @@ Only the node's commands count as its command stream: the first node writer seen
 owner (forgotten when the node comes back after a takeover, since a restarted node is a
 new writer). Any other writer (unstamped, another node session, another sentinel) is a
 second commander: :meth:`on_command` returns a report the first time it is heard and
-again after it was quiet for ``report_gap`` s. Its commands never keep the sentinel from
-taking over. The sentinel's own commands are not shown to it.
+again after it was quiet for ``report_gap`` s; a new node writer during a takeover after the
+node's heartbeat went silent is the node restarting, not reported. Its commands never keep
+the sentinel from taking over. The sentinel's own commands are not shown to it.
 
 A check that runs late (more than half the timeout after the previous one) only records
 the time: the sentinel itself was not running, so messages may be queued that it has not
@@ -96,6 +97,12 @@ class SentinelWatch:
             self.owner = writer.ident
             if self.state is not SentinelState.TAKEN_OVER:  # the newest: commands held back come late (ros2_interface)
                 self.last_command = t if self.last_command is None else max(self.last_command, t)
+            return None
+        if writer.role == "node" and self.state is SentinelState.TAKEN_OVER and self._heartbeat_gap:
+            # the node restarting: its heartbeat went silent, and a new node writer's first (zero-torque)
+            # commands can come before the check that hands back and makes it the owner. Not a second
+            # commander (a report on the latched fault topic would be a false alarm). With the old
+            # node's heartbeat alive throughout, a new node writer is one, and is reported.
             return None
         self.foreign_commands += 1
         last = self.foreign_last.get(writer.ident)

@@ -130,6 +130,25 @@ def test_a_second_node_is_a_foreign_commander_until_the_first_restarts():
     assert w.state is SentinelState.WATCHING
 
 
+def test_a_restarted_nodes_first_commands_before_the_hand_back_are_no_second_commander():
+    """On unitree_sdk a restarted node's first command (zero torque) can be taken before the check
+    that hands back: it was reported as a second commander, on the latched fault topic. A new node
+    writer while the old node's heartbeat is alive is one, and is still reported."""
+    w = SentinelWatch(0.1)
+    t = run(w, 0.0, 1.0)
+    t = run(w, t, t + 0.2, hb=False, cmd=False)  # the node dies
+    assert w.state is SentinelState.TAKEN_OVER
+    w.on_heartbeat(t)
+    assert w.on_command(t, RESTARTED_NODE) is None and w.foreign_commands == 0
+    run(w, t, t + 0.5, writer=RESTARTED_NODE)
+    assert w.state is SentinelState.WATCHING and w.owner == RESTARTED_NODE.ident
+    frozen = SentinelWatch(0.1)
+    t = run(frozen, 0.0, 1.0)
+    t = run(frozen, t, t + 0.2, hb=True, cmd=False)  # commands stop, the heartbeat runs on
+    assert frozen.state is SentinelState.TAKEN_OVER
+    assert frozen.on_command(t, RESTARTED_NODE).startswith("foreign_commander: node#00000002")
+
+
 def test_after_handing_back_it_waits_for_the_nodes_first_command_however_late():
     """A restarted node's first command can come well after its heartbeat (its first robot
     state; on ros2 its writer not yet named): the sentinel re-arms on that command, as at
