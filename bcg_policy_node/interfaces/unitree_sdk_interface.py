@@ -6,7 +6,8 @@ carries ``mode_pr`` (parameter), ``mode_machine`` copied from the latest LowStat
 writer's stamp in ``reserve`` (:func:`bcg_robot.wire.command_stamp`) and the SDK's CRC; no
 command is sent before a LowState has given ``mode_machine``.
 
-No DDS listener anywhere. Cyclone's Python binding writes while holding the GIL, and a
+No DDS listener on the robot's topics (the SDK's motion-switcher client has one on its own
+response topic, made and closed within a configure: :func:`release_sport_mode`). Cyclone's Python binding writes while holding the GIL, and a
 write delivers locally to every reader in the process; with a listener on such a reader
 the receive thread can sit in that listener waiting for the GIL while the writer waits
 for the listener: a deadlock (seen in the sentinel, which writes and watches
@@ -82,22 +83,36 @@ def release_sport_mode(timeout_s: float, log: Callable[[str], None] = print) -> 
     from unitree_sdk2py.comm.motion_switcher.motion_switcher_client import MotionSwitcherClient
 
     client = MotionSwitcherClient()
-    client.SetTimeout(min(max(timeout_s, 0.1), 5.0))
-    client.Init()
-    deadline = time.monotonic() + timeout_s
-    while True:
-        code, result = client.CheckMode()
-        if code == 0 and result is not None and not result.get("name"):
-            log("sport mode released: no motion service active")
-            return
-        if time.monotonic() > deadline:
-            what = f"mode '{result.get('name')}' still active" if code == 0 and result else f"no answer (code {code})"
-            raise SdkInterfaceError(TRANSPORT_UNITREE_SDK, f"motion switcher: {what} after {timeout_s:.1f} s; on "
-                                    "the sim bridge set release_sport_mode:=false")
-        if code == 0:
-            log(f"releasing sport mode '{result.get('name')}'")
-            client.ReleaseMode()
-        time.sleep(0.2)
+    try:
+        client.SetTimeout(min(max(timeout_s, 0.1), 5.0))
+        client.Init()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            code, result = client.CheckMode()
+            if code == 0 and result is not None and not result.get("name"):
+                log("sport mode released: no motion service active")
+                return
+            if time.monotonic() > deadline:
+                what = f"mode '{result.get('name')}' still active" if code == 0 and result else f"no answer (code {code})"
+                raise SdkInterfaceError(TRANSPORT_UNITREE_SDK, f"motion switcher: {what} after {timeout_s:.1f} s; on "
+                                        "the sim bridge set release_sport_mode:=false")
+            if code == 0:
+                log(f"releasing sport mode '{result.get('name')}'")
+                client.ReleaseMode()
+            time.sleep(0.2)
+    finally:
+        close_rpc_client(client)
+
+
+def close_rpc_client(client) -> None:
+    """Close the channels an SDK RPC client opened when it was made: a response reader with a DDS
+    listener and a thread of its own, and a request writer. The SDK gives the client no close, so
+    each configure left them behind (Python run on DDS's threads in the control process, for
+    every response on the robot's domain). Reaches into the SDK's private attributes: the SDK is
+    pinned (requirements/no-deps.txt), and a version without them fails this at once in the tests."""
+    stub = getattr(client, "_ClientBase__stub")
+    getattr(stub, "_ClientStub__recvChannel").CloseReader()
+    getattr(stub, "_ClientStub__sendChannel").CloseWriter()
 
 
 def state_from_lowstate(msg, num_joints: int, received_at: float) -> RobotState:

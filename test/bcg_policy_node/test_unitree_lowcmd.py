@@ -86,3 +86,32 @@ def test_the_ab_ankle_mode_is_refused_because_the_config_has_pitch_and_roll_ankl
     InterfaceParams(kind="unitree_sdk", mode_pr=0).validate("policy_node")
     with pytest.raises(BCGInputError, match=r"policy_node: parameter 'mode_pr': 1, but only 0 \(pitch/roll ankles"):
         InterfaceParams(kind="unitree_sdk", mode_pr=1).validate("policy_node")
+
+
+SWITCHER_PROBE = """
+import os, sys, threading
+from bcg_policy_node.interfaces.unitree_sdk_interface import SdkInterfaceError, init_channel_factory, release_sport_mode
+init_channel_factory(int(sys.argv[1]), "lo")
+before = sum(t.name == "ch_reader" for t in threading.enumerate())
+for _ in range(2):  # two configures in a row, each with no motion switcher to answer
+    try:
+        release_sport_mode(0.2, log=lambda line: None)
+    except SdkInterfaceError as err:
+        print("refused:", err)
+print("ch_reader threads:", sum(t.name == "ch_reader" for t in threading.enumerate()) - before)
+"""
+
+
+def test_releasing_sport_mode_leaves_no_sdk_reader_thread_behind():
+    """The SDK's MotionSwitcherClient opens a response reader (a DDS listener and a thread) and a
+    request writer when it is made, and has no close: every configure on unitree_sdk, and every
+    retry after 'no answer', left them in the control process."""
+    import os
+    import subprocess
+    import sys
+
+    domain = 150 + os.getpid() % 40  # a domain of its own, nothing answering on it
+    done = subprocess.run([sys.executable, "-c", SWITCHER_PROBE, str(domain)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("refused: unitree_sdk: motion switcher: no answer") == 2, done.stdout
+    assert "ch_reader threads: 0" in done.stdout, done.stdout
