@@ -33,6 +33,12 @@ def spin_until_stopped(executor, stop: threading.Event) -> None:
     exception is re-raised here, after the executor has been shut down)."""
     failure: list[BaseException] = []
     stopping = threading.Event()
+    # rclpy's Executor.shutdown wakes the spin by its own guard condition and then destroys it:
+    # a spin that gathered its wait set in between waits without it, for good where no timer
+    # runs (an unconfigured lifecycle node has only services). This guard, gathered with the
+    # nodes' entities, wakes it until it has seen the shutdown.
+    nodes = executor.get_nodes()
+    wake = nodes[0].create_guard_condition(lambda: None) if nodes else None
 
     def spin() -> None:
         try:
@@ -47,7 +53,13 @@ def spin_until_stopped(executor, stop: threading.Event) -> None:
         stop.wait(0.1)
     stopping.set()
     executor.shutdown()
-    thread.join()
+    thread.join(0.1)
+    while thread.is_alive():
+        if wake is not None:
+            wake.trigger()
+        thread.join(0.1)
+    if wake is not None:
+        nodes[0].destroy_guard_condition(wake)
     if failure:
         raise failure[0]
 

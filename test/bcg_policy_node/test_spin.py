@@ -14,6 +14,49 @@ from rclpy.node import Node
 from bcg_policy_node.node.spin import run_node
 
 
+def test_a_shutdown_that_races_the_executors_wait_still_ends_the_spin():
+    """rclpy's Executor.shutdown triggers its guard condition and then destroys it. A spin that
+    gathers its wait set between the two waits without it: with no timer on the node (an
+    unconfigured lifecycle node has only services) the process never ended on SIGTERM. The race
+    is forced here: the spin's gathering is held until the executor's guard is gone."""
+    from rclpy.executors import SingleThreadedExecutor
+    from std_srvs.srv import Trigger
+
+    from bcg_policy_node.node.spin import spin_until_stopped
+
+    hold = threading.Event()
+
+    class RacingExecutor(SingleThreadedExecutor):
+        def can_execute(self, entity):
+            if hold.is_set():
+                hold.clear()
+                while self._guard is not None:  # until shutdown has destroyed it
+                    time.sleep(0.001)
+            return super().can_execute(entity)
+
+    rclpy.init()  # the default context: spin_until_stopped also ends when it shuts down
+    try:
+        node = rclpy.create_node("spin_race", enable_rosout=False, start_parameter_services=False)
+        node.create_service(Trigger, "spin_race/noop", lambda request, response: response)
+        kick = node.create_guard_condition(lambda: None)
+        executor = RacingExecutor()
+        executor.add_node(node)
+        stop = threading.Event()
+        spinner = threading.Thread(target=spin_until_stopped, args=(executor, stop), daemon=True)
+        spinner.start()
+        time.sleep(0.3)  # the spin waits on its wait set
+        hold.set()
+        kick.trigger()  # it wakes, runs the kick, and gathers its next wait set: held there
+        time.sleep(0.2)
+        assert not hold.is_set()  # the spin is held inside its gathering
+        stop.set()
+        spinner.join(5.0)
+        assert not spinner.is_alive(), "the spin never saw the shutdown"
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+
+
 def test_a_close_that_raises_still_destroys_the_node_and_shuts_ros_down():
     """The bridge's close re-raises its physics loop's failure: the node must still be
     destroyed and rclpy shut down (the exception then ends the process)."""
