@@ -77,8 +77,15 @@ def test_fault_scenario_ends_in_damp_with_reason(ros2_faults, fault):
 def test_killed_node_leaves_the_last_command_until_the_sentinel_damps(ros2_faults):
     _, results, _ = ros2_faults
     kill = results["kill"]
-    # the bridge keeps the node's last (stiff) command; damping arrives only from the sentinel, ~100 ms later
-    assert 80 <= kill["reaction_ms"] <= 400
+    # the bridge keeps the node's last (stiff) command; damping arrives only from the sentinel, once its
+    # timeout (220 ms beside a node with --stale-periods 10) has passed since the node's last command,
+    # which came at most a control period before the kill. The upper bound is loose (a loaded machine
+    # delays the sentinel); it fails a sentinel that waited several timeouts.
+    from bcg_policy_node.sentinel.sentinel_watch import sentinel_timeout_for
+
+    control_dt = 0.02
+    timeout_ms = 1e3 * sentinel_timeout_for(10 * control_dt, control_dt)
+    assert timeout_ms - 1e3 * control_dt <= kill["reaction_ms"] <= timeout_ms + 1000, kill["reaction_ms"]
     assert any(e["source"] == "sentinel" and e["text"] == "TAKEN_OVER" for e in kill["timeline"])
 
 
