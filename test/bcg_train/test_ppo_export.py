@@ -8,6 +8,7 @@ import pytest
 from brax.training.acme import running_statistics
 from brax.training.agents.ppo import networks as ppo_networks
 
+from bcg_robot.action_offset import reference_joint_targets
 from bcg_robot.config import load_robot_config
 from bcg_robot.observation import build_observation, observation_size
 from bcg_robot.onnx_policy import OnnxPolicy
@@ -61,9 +62,9 @@ def test_onnx_matches_brax_deterministic_policy(tmp_path, action_offset):
     brax_action = np.clip(np.asarray(brax_action), -ppo.action_clip, ppo.action_clip)  # BraxTaskEnv's clip
     np.testing.assert_allclose(action, brax_action, atol=2e-5, rtol=1e-5)
     assert np.abs(action).max() > 0.5 and (np.abs(action) == ppo.action_clip).any()  # non-trivial, and the clip acts
-    offset = np.asarray(ROBOT.default_q) if table is None else None
-    if offset is not None:
-        np.testing.assert_allclose(targets, offset + np.asarray(policy.contract.action_scale) * action, atol=1e-5)
+    # the offset: the default pose, or the clip's next frame at the state's phase (the training's)
+    offset = np.asarray(ROBOT.default_q) if table is None else reference_joint_targets(np.asarray(table), raw["phase"])
+    np.testing.assert_allclose(targets, offset + np.asarray(policy.contract.action_scale) * action, atol=1e-5)
     assert policy.contract.action_offset == action_offset
 
 
