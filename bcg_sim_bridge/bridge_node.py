@@ -40,7 +40,7 @@ from bcg_policy_node.node.spin import run_node
 from bcg_policy_node.node.steady_timer import steady_timer
 from bcg_sim_bridge.config import DEFAULT_BRIDGE_CONFIG, BridgeConfig
 from bcg_sim_bridge.pacing import PacingStats, RealtimePacer, StateThinning
-from bcg_sim_bridge.physics import BridgePhysics
+from bcg_sim_bridge.physics import BridgePhysics, BridgeState
 from bcg_sim_bridge.recorder import TrajectoryRecorder
 from bcg_sim_bridge.state_faults import StateFaultInjector
 from bcg_sim_bridge.topics import (
@@ -176,13 +176,13 @@ class SimBridgeNode(Node):
         self._status_pub.publish(String(data=json.dumps(self.status())))
 
     # ------------------------------------------------------------------- loop
-    def _publish_state(self) -> None:
-        """The robot's state as the interface sends it, with the injected state faults."""
+    def _publish_state(self, snapshot: BridgeState) -> None:
+        """The robot's state (``snapshot``, of this step) as the interface sends it, with the injected state faults."""
         physics = self.physics
         with self._faults_lock:
             dropped = physics.sim_time < self._dropout_until
             corrupt = physics.sim_time < self._corrupt_until
-        state, injected_corrupt = self.injector.apply(physics.snapshot(), time.monotonic())
+        state, injected_corrupt = self.injector.apply(snapshot, time.monotonic())
         if state is not None and not dropped:
             self.interface.publish_state(state, corrupt_crc=corrupt or injected_corrupt)
             self.injector.published(state, time.monotonic())
@@ -200,11 +200,13 @@ class SimBridgeNode(Node):
             physics.step()
             k += 1
             diverged = not physics.is_finite()  # before anything leaves: no reader may get a diverged state
+            snapshot = None  # this step's state, taken once (its sensors are refreshed for it) for the interface and the log
             if not diverged and k % cfg.state_decimation == 0:
                 if thinning.skip(pacer.lag_s):  # lag_s stays 0 when unpaced
                     self.interface.counters.add("states_skipped_behind")
                 else:
-                    self._publish_state()
+                    snapshot = physics.snapshot()
+                    self._publish_state(snapshot)
             if not diverged and self._clock_pub is not None:
                 clock.clock = Time(nanoseconds=int(physics.sim_time * 1e9)).to_msg()
                 self._clock_pub.publish(clock)
@@ -212,7 +214,7 @@ class SimBridgeNode(Node):
                 cmd = physics.applied_command  # what the drives applied, not the latest received
                 zero = np.zeros(self.robot.num_joints)
                 self.recorder.record(
-                    physics.snapshot(), time.monotonic(), *((cmd.q, cmd.kp, cmd.kd) if cmd is not None else (zero,) * 3)
+                    snapshot if snapshot is not None else physics.snapshot(), time.monotonic(), *((cmd.q, cmd.kp, cmd.kd) if cmd is not None else (zero,) * 3)
                 )
             if diverged:
                 self.get_logger().error(f"{self.divergence_message()}; stopping")
