@@ -34,8 +34,10 @@ FPS_RANGE = (1.0, 1000.0)  # the frame rates a clip may be read at
 ROOT_COLUMNS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 # Joint angles may exceed the limits by this much (retargets clip loosely), rad.
 JOINT_LIMIT_MARGIN = 0.05
-# A joint may move at most this multiple of its velocity limit between frames.
-VELOCITY_LIMIT_FACTOR = 1.5
+# A joint may move at most this multiple of its velocity limit between frames: no faster than
+# its motor. The node trips joint_velocity at the limit (safety velocity_fraction <= 1), so a
+# faster clip trained a policy that trips it mid-motion on the robot (1.5 was accepted before).
+VELOCITY_LIMIT_FACTOR = 1.0
 QUAT_NORM_TOLERANCE = 0.05
 # The root: a height in metres above the floor (a clip in cm is 100x off), at most this fast
 # between frames (a G1 does not move 10 m/s; a teleport is a broken or concatenated clip),

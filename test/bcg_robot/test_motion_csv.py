@@ -92,10 +92,29 @@ def test_joint_outside_limits_plus_margin(tmp_path):
 def test_frame_rate_checked_against_joint_speed(tmp_path):
     jump = share_file("models/motions/jump.csv")
     load_motion_csv(jump, CFG, fps=30)
-    with pytest.raises(MotionError, match=r"row \d+, column \d+ \(\w+\): joint moves at .* at 1000 fps, over 1.5 x its limit .*wrong frame rate"):
+    with pytest.raises(MotionError, match=r"row \d+, column \d+ \(\w+\): joint moves at .* at 1000 fps, over 1.0 x its limit .*wrong frame rate"):
         load_motion_csv(jump, CFG, fps=1000)
-    with pytest.raises(MotionError, match="frame rate 0 fps"):
-        load_motion_csv(jump, CFG, fps=0)
+
+
+def test_a_clip_faster_than_a_motor_is_refused(tmp_path):
+    """The node trips joint_velocity at the motor's limit: a clip moving a joint faster (up to 1.5x
+    was accepted) trains a policy that trips it mid-motion on the robot."""
+    knee = CFG.joint_names.index("left_knee")
+    limit = CFG.velocity[knee]
+    column = 7 + knee
+    base = float(_rows(STAND)[0].split(",")[column])
+
+    def clip(*speeds):  # the knee moves at these multiples of its limit for one frame each (30 fps), then stays
+        rows, value = _rows(STAND), base
+        for r in range(len(rows)):
+            if 1 <= r <= len(speeds):
+                value += speeds[r - 1] * limit / 30.0
+            rows = _edit(rows, r, column, f"{value:.6f}")
+        return _write(tmp_path, rows)
+
+    load_motion_csv(clip(0.9, 0.95), CFG)
+    with pytest.raises(MotionError, match=r"row \d+, column \d+ \(left_knee\): joint moves at .* over 1.0 x its limit"):
+        load_motion_csv(clip(0.9, 1.2), CFG)
 
 
 def test_bad_quaternion_and_short_file(tmp_path):
