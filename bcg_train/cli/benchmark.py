@@ -89,7 +89,7 @@ def ppo_policy_writer(cfg, ppo_cfg, every: int, policies: Path, start_iteration:
 
     from bcg_robot.config import load_robot_config
     from bcg_robot.yaml_dataclass import dump_dataclass
-    from bcg_train.export.policy import reference_offset_table
+    from bcg_train.export.policy import ExportError, reference_offset_table
     from bcg_train.export.ppo_policy import export_ppo_onnx
 
     robot = load_robot_config()
@@ -100,7 +100,12 @@ def ppo_policy_writer(cfg, ppo_cfg, every: int, policies: Path, start_iteration:
     def write(env_steps: int, make_policy, params) -> None:
         iteration = start_iteration + int(env_steps) // steps_per_iteration
         if iteration > start_iteration and iteration % every == 0:
-            path = export_ppo_onnx(policies / f"it{iteration:06d}.onnx", cfg, robot, params, ppo_cfg.action_clip, ref.name, ref.length_s, table)
+            try:
+                path = export_ppo_onnx(policies / f"it{iteration:06d}.onnx", cfg, robot, params, ppo_cfg.action_clip, ref.name,
+                                       ref.length_s, table)
+            except ExportError as err:  # a diverged run: no policy for this iteration, the run goes on
+                print(f"bcg-benchmark: PPO iteration {iteration}: {err}", flush=True)
+                return
             dump_dataclass(cfg, path.with_suffix(".train.yaml"))
             with open(policies / f"it{iteration:06d}.params.pkl", "wb") as f:
                 pickle.dump({"params": jax.device_get(params), **provenance}, f)

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from bcg_robot.config import RobotConfig
+from bcg_robot.observation import observation_size
 from bcg_robot.onnx_graph import DenseLayer, PolicyWeights, save_policy_onnx
-from bcg_train.export.policy import policy_contract
+from bcg_train.export.policy import check_exportable, check_policy_shapes, policy_contract
 from bcg_train.learn.config import TrainConfig
 
 # brax's normalizer does not clip; the graph's observation clip is set where it never acts
@@ -45,6 +46,12 @@ def ppo_policy_weights(params: Any, action_clip: float, reference_joint_pos: np.
 
 def export_ppo_onnx(path: str | Path, cfg: TrainConfig, robot: RobotConfig, params: Any, action_clip: float, motion_id: str,
                     motion_length_s: float, reference_joint_pos: np.ndarray | None = None) -> Path:
-    """The ONNX policy of brax PPO ``params`` trained on ``cfg``'s task (same contract as SHAC's export)."""
+    """The ONNX policy of brax PPO ``params`` trained on ``cfg``'s task (same contract as SHAC's export).
+    Refused as SHAC's is (:class:`bcg_train.export.policy.ExportError`, naming ``path``): a network
+    that does not chain from the observation to the joints, or non-finite weights (a diverged
+    run), whose file the node would load and damp on at its first RUN tick."""
     contract = policy_contract(cfg, robot, motion_id, motion_length_s)
-    return save_policy_onnx(path, contract, ppo_policy_weights(params, action_clip, reference_joint_pos))
+    weights = ppo_policy_weights(params, action_clip, reference_joint_pos)
+    check_policy_shapes(weights, observation_size(contract.observation_spec, contract.num_joints), contract.num_joints, str(path))
+    check_exportable(weights, str(path))
+    return save_policy_onnx(path, contract, weights)

@@ -178,6 +178,26 @@ def test_methods_differ_only_in_the_estimator_and_all_train_on_stiff_contact(tmp
     assert "cpu-small" in PRESETS
 
 
+def test_a_diverged_ppo_iteration_writes_no_policy_and_the_run_goes_on(tmp_path, capsys):
+    """A PPO iteration whose weights went non-finite is not exported (the node would damp on it at its
+    first RUN tick): it is said so, and the next iteration's policy is written."""
+    base = load_train_config(TRAIN_CONFIG_DIR / "squat.yaml", "cpu-small")
+    run = tmp_path / "ppo"
+    cfg = method_config(base, "ppo", run, 2)
+    ppo = PPOConfig(num_envs=4, rollout_steps=24, actor_hidden=(16,), critic_hidden=(8,))
+    n_obs = observation_size(cfg.task.observation_spec, ROBOT.num_joints)
+    nets = make_networks(ppo, n_obs, ROBOT.num_joints)
+    healthy = (running_statistics.init_state(jax.ShapeDtypeStruct((n_obs,), jnp.float32)),
+               jax.device_get(nets.policy_network.init(jax.random.PRNGKey(0))), None)
+    diverged = (healthy[0], jax.tree_util.tree_map(lambda x: np.full_like(x, np.nan), healthy[1]), None)
+    write = ppo_policy_writer(cfg, ppo, 1, run / "policies")
+    write(1 * 4 * 24, None, diverged)
+    write(2 * 4 * 24, None, healthy)
+    assert sorted(p.name for p in (run / "policies").glob("*.onnx")) == ["it000002.onnx"]
+    assert not (run / "policies" / "it000001.params.pkl").exists()
+    assert "bcg-benchmark: PPO iteration 1: " in capsys.readouterr().out
+
+
 def test_ppo_policies_are_written_every_n_iterations_and_judged_by_select_checkpoint(tmp_path):
     """The PPO arm's writer exports brax's policy with its config; bcg-select-checkpoint judges the
     files directly (bridge model, DR on, a short rollout)."""

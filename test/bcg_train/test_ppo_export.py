@@ -68,6 +68,25 @@ def test_onnx_matches_brax_deterministic_policy(tmp_path, action_offset):
     assert policy.contract.action_offset == action_offset
 
 
+def test_a_diverged_ppo_policy_is_refused_like_a_shac_one(tmp_path):
+    """The PPO exporter skipped SHAC's checks: a run whose weights went NaN was written, loaded by
+    the node (a NaN trial output is allowed there) and damped the robot at its first RUN tick."""
+    import copy
+
+    from bcg_train.export.policy import ExportError
+
+    cfg, ppo, _, params = _trained_like("default_pose")
+    normalizer, policy, *rest = params
+    bad_policy = copy.deepcopy(jax.device_get(policy))
+    kernel = np.array(bad_policy["params"]["MLP_0"]["hidden_0"]["kernel"])
+    kernel[0, 0] = np.nan
+    bad_policy["params"]["MLP_0"]["hidden_0"]["kernel"] = kernel
+    out = tmp_path / "ppo.onnx"
+    with pytest.raises(ExportError, match=r"ppo.onnx: policy layer 0 weight has non-finite values"):
+        export_ppo_onnx(out, cfg, ROBOT, (normalizer, bad_policy, *rest), ppo.action_clip, "squat", 0.8)
+    assert not out.exists()
+
+
 def test_a_network_that_is_not_brax_ppos_is_refused():
     _, ppo, _, (normalizer, policy, _) = _trained_like()
     bad = {"params": {**policy["params"], "LayerNorm_0": {}}}
