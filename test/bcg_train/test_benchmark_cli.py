@@ -178,17 +178,23 @@ def test_methods_differ_only_in_the_estimator_and_all_train_on_stiff_contact(tmp
     assert "cpu-small" in PRESETS
 
 
-def test_a_diverged_ppo_iteration_writes_no_policy_and_the_run_goes_on(tmp_path, capsys):
-    """A PPO iteration whose weights went non-finite is not exported (the node would damp on it at its
-    first RUN tick): it is said so, and the next iteration's policy is written."""
+def _ppo_arm(tmp_path):
+    """The squat benchmark's PPO arm at a tiny size: (run dir, its config, PPO config, fresh brax params)."""
     base = load_train_config(TRAIN_CONFIG_DIR / "squat.yaml", "cpu-small")
     run = tmp_path / "ppo"
     cfg = method_config(base, "ppo", run, 2)
     ppo = PPOConfig(num_envs=4, rollout_steps=24, actor_hidden=(16,), critic_hidden=(8,))
     n_obs = observation_size(cfg.task.observation_spec, ROBOT.num_joints)
     nets = make_networks(ppo, n_obs, ROBOT.num_joints)
-    healthy = (running_statistics.init_state(jax.ShapeDtypeStruct((n_obs,), jnp.float32)),
-               jax.device_get(nets.policy_network.init(jax.random.PRNGKey(0))), None)
+    params = (running_statistics.init_state(jax.ShapeDtypeStruct((n_obs,), jnp.float32)),
+              jax.device_get(nets.policy_network.init(jax.random.PRNGKey(0))), None)
+    return run, cfg, ppo, params
+
+
+def test_a_diverged_ppo_iteration_writes_no_policy_and_the_run_goes_on(tmp_path, capsys):
+    """A PPO iteration whose weights went non-finite is not exported (the node would damp on it at its
+    first RUN tick): it is said so, and the next iteration's policy is written."""
+    run, cfg, ppo, healthy = _ppo_arm(tmp_path)
     diverged = (healthy[0], jax.tree_util.tree_map(lambda x: np.full_like(x, np.nan), healthy[1]), None)
     write = ppo_policy_writer(cfg, ppo, 1, run / "policies")
     write(1 * 4 * 24, None, diverged)
@@ -201,13 +207,7 @@ def test_a_diverged_ppo_iteration_writes_no_policy_and_the_run_goes_on(tmp_path,
 def test_ppo_policies_are_written_every_n_iterations_and_judged_by_select_checkpoint(tmp_path):
     """The PPO arm's writer exports brax's policy with its config; bcg-select-checkpoint judges the
     files directly (bridge model, DR on, a short rollout)."""
-    base = load_train_config(TRAIN_CONFIG_DIR / "squat.yaml", "cpu-small")
-    run = tmp_path / "ppo"
-    cfg = method_config(base, "ppo", run, 2)
-    ppo = PPOConfig(num_envs=4, rollout_steps=24, actor_hidden=(16,), critic_hidden=(8,))
-    n_obs = observation_size(cfg.task.observation_spec, ROBOT.num_joints)
-    nets = make_networks(ppo, n_obs, ROBOT.num_joints)
-    params = (running_statistics.init_state(jax.ShapeDtypeStruct((n_obs,), jnp.float32)), nets.policy_network.init(jax.random.PRNGKey(0)), None)
+    run, cfg, ppo, params = _ppo_arm(tmp_path)
     write = ppo_policy_writer(cfg, ppo, 2, run / "policies")
     for iteration in range(5):  # brax calls it before training (0) and after every iteration
         write(iteration * 4 * 24, None, params)
