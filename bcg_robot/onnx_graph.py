@@ -29,6 +29,11 @@ from bcg_robot.observation import build_observation, observation_size, raw_input
 OPSET = 17
 LAYER_NORM_EPS = 1e-5
 
+# The name (before the builder's "_<index>" suffix) of the initializer holding the reference's joint
+# positions, one row a control step, in a graph with ``action_offset: reference``: the loader reads
+# its frame count (OnnxPolicy)
+REFERENCE_TABLE_NAME = "reference_joint_pos"
+
 
 @dataclasses.dataclass(frozen=True)
 class DenseLayer:
@@ -144,7 +149,7 @@ def _lower_reference_targets(g: _GraphBuilder, table: np.ndarray) -> str:
     w = g.op("Sub", [x, base])  # (batch, 1)
     i0 = g.op("Mod", [base, frames], fmod=1)
     i1 = g.op("Mod", [g.op("Add", [i0, one]), frames], fmod=1)
-    rows = g.const("reference_joint_pos", table)
+    rows = g.const(REFERENCE_TABLE_NAME, table)
     squeeze = g.index("axis1", [1])
     r0 = g.op("Gather", [rows, g.op("Squeeze", [g.op("Cast", [i0], to=TensorProto.INT64), squeeze])], axis=0)
     r1 = g.op("Gather", [rows, g.op("Squeeze", [g.op("Cast", [i1], to=TensorProto.INT64), squeeze])], axis=0)

@@ -10,7 +10,8 @@ and order, count, control dt, a known observation spec, a default pose within th
 limits, gains within ``policy_gain_ratio``, the action scale equal to the config's; the control
 loop then wants the default pose within the soft limits), and the graph must apply the
 metadata's default pose and action scale (in the trial run a default-pose policy's
-``targets - action_scale * action`` is its default pose). Any problem is a
+``targets - action_scale * action`` is its default pose; a reference-offset policy's is the
+same in two states at one phase, and its clip table lasts ``motion_length_s``). Any problem is a
 :class:`ContractError`: one line naming the file.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bcg_robot.action_offset import DEFAULT_POSE
+from bcg_robot.action_offset import DEFAULT_POSE, REFERENCE
 from bcg_robot.config import RobotConfig
 from bcg_robot.contract import INPUT_NAMES, OUTPUT_NAMES, PolicyContract
 from bcg_robot.errors import ContractError
@@ -65,6 +66,9 @@ class OnnxPolicy:
         contract.check_against(robot, source)
         policy.contract = contract
         policy._check_offset_and_scale(targets, action)
+        if contract.action_offset == REFERENCE:
+            policy._check_reference_table()
+            policy._check_reference_scale(targets, action)
         return policy
 
     @staticmethod
@@ -118,6 +122,52 @@ class OnnxPolicy:
             raise ContractError(self.source, f"policy graph acts around {offset[j]:.4g} for '{contract.joint_names[j]}', its "
                                              f"metadata says default pose {q0[j]:.4g} (with action_scale {contract.action_scale[j]:g}): "
                                              f"metadata and graph disagree")
+
+    def _check_reference_table(self) -> None:
+        """A reference-offset graph carries the clip's joint positions, one row a control step; the
+        node's phase runs over ``motion_length_s``. They must be the same clip length, or the node
+        would step through the table at the wrong speed (a playback graph was once written from a
+        clip a frame longer than its metadata said)."""
+        import onnx
+
+        from bcg_robot.onnx_graph import REFERENCE_TABLE_NAME
+
+        try:
+            graph = onnx.load(self.source, load_external_data=False).graph
+        except Exception as err:  # noqa: BLE001 - onnx raises several types; onnxruntime loaded it
+            raise ContractError(self.source, f"cannot read the graph's reference table: {str(err)[:200]}") from None
+        tables = [list(init.dims) for init in graph.initializer if init.name.startswith(f"{REFERENCE_TABLE_NAME}_")]
+        contract = self.contract
+        if len(tables) != 1 or len(tables[0]) != 2 or tables[0][1] != contract.num_joints:
+            raise ContractError(self.source, f"action_offset 'reference', but the graph has no reference table of "
+                                             f"{contract.num_joints} joints (found {tables})")
+        frames = tables[0][0]
+        steps = contract.motion_length_s / contract.control_dt
+        if abs(frames - steps) > 1e-3 * max(1.0, steps):
+            raise ContractError(self.source, f"the graph's reference table has {frames} frames, its metadata's motion_length_s "
+                                             f"{contract.motion_length_s:g} s is {steps:g} control steps: metadata and graph disagree")
+
+    def _check_reference_scale(self, targets: np.ndarray, action: np.ndarray) -> None:
+        """The metadata's action scale is the graph's: at one phase the offset ``targets -
+        action_scale * action`` is the same whatever the state (the default-pose check does this
+        for the other offset). A second trial run moves the joints; a policy whose action does not
+        change with them, or is not finite, cannot tell and is left alone."""
+        raw = {name: np.zeros(size) for name, size in raw_input_sizes(self.contract.num_joints).items()}
+        raw["imu_quat"] = np.array([1.0, 0.0, 0.0, 0.0])
+        raw["joint_pos"] = np.full(self.contract.num_joints, 0.2)
+        targets2, action2 = (r[0].astype(np.float64) for r in self._infer(raw))
+        if not all(np.isfinite(x).all() for x in (targets, action, targets2, action2)):
+            return
+        scale = np.asarray(self.contract.action_scale)
+        moved = np.abs(action2 - action) > 1e-3
+        gap = np.abs((targets2 - scale * action2) - (targets - scale * action))
+        tolerance = OFFSET_TOLERANCE * (1.0 + np.abs(targets) + np.abs(targets2))
+        off = np.flatnonzero(moved & (gap > tolerance))
+        if off.size:
+            j = off[0]
+            implied = (targets2[j] - targets[j]) / (action2[j] - action[j])
+            raise ContractError(self.source, f"policy graph scales '{self.contract.joint_names[j]}' by {implied:.4g}, its metadata "
+                                             f"says action_scale {scale[j]:g}: metadata and graph disagree")
 
     def _infer(self, raw: dict[str, np.ndarray]) -> list[np.ndarray]:
         feeds = {name: np.asarray(raw[name], dtype=np.float32).reshape(1, -1) for name in INPUT_NAMES}

@@ -36,8 +36,10 @@ def write_baseline_policy(kind: str, contract: PolicyContract, reference_joint_p
         baseline = dataclasses.replace(contract, action_offset=DEFAULT_POSE)
         weights = default_pose_weights(baseline)
     elif kind == PLAYBACK_BASELINE:
-        baseline = dataclasses.replace(contract, action_offset=REFERENCE)
-        weights = dataclasses.replace(default_pose_weights(baseline), reference_joint_pos=np.asarray(reference_joint_pos, np.float64))
+        # the phase runs over the table it plays (a clip up to a frame off the policy's length is accepted)
+        table = np.asarray(reference_joint_pos, np.float64)
+        baseline = dataclasses.replace(contract, action_offset=REFERENCE, motion_length_s=len(table) * contract.control_dt)
+        weights = dataclasses.replace(default_pose_weights(baseline), reference_joint_pos=table)
     else:
         raise ValueError(f"unknown baseline '{kind}' ({' | '.join(BASELINES)})")
     return save_policy_onnx(path, baseline, weights)

@@ -137,6 +137,42 @@ def test_metadata_that_disagrees_with_the_graph_or_the_robot_is_refused(robot, t
     assert OnnxPolicy.load(write_policy(tmp_path / "nan.onnx", robot, "nan"), robot).contract.num_joints == robot.num_joints
 
 
+def _reference_policy(robot, path, frames=50, action_scale=None):
+    """A random policy acting around a clip table of ``frames`` control steps (its metadata says so)."""
+    from bcg_robot.onnx_graph import save_policy_onnx
+    from bcg_sim_bridge.harness.sample_policies import random_weights
+
+    contract = dataclasses.replace(PolicyContract.for_robot(robot), action_offset="reference",
+                                   motion_length_s=frames * robot.control_dt,
+                                   **({} if action_scale is None else {"action_scale": (action_scale,) * robot.num_joints}))
+    table = np.asarray(robot.default_q) + 0.1 * np.sin(np.linspace(0, 6, frames))[:, None]
+    weights = dataclasses.replace(random_weights(contract), reference_joint_pos=table)
+    return save_policy_onnx(path, contract, weights)
+
+
+def test_a_reference_policys_table_and_scale_must_be_its_metadatas(robot, tmp_path):
+    """With a reference offset the graph's offset is the clip's table, so the default-pose check says
+    nothing: a table of another length than motion_length_s (the node's phase would run through it at
+    the wrong speed) or a graph scaling its action otherwise than the metadata loaded."""
+    import json
+
+    path = _reference_policy(robot, tmp_path / "ref.onnx")
+    assert OnnxPolicy.load(path, robot).contract.motion_length_s == pytest.approx(1.0)
+    longer = _with_metadata(path, tmp_path / "longer.onnx", motion_length_s="1.02")
+    with pytest.raises(ContractError, match=r"longer.onnx: the graph's reference table has 50 frames, its metadata's "
+                                            r"motion_length_s 1.02 s is 51 control steps: metadata and graph disagree"):
+        OnnxPolicy.load(longer, robot)
+    no_table = _with_metadata(write_policy(tmp_path / "plain.onnx", robot, "random"), tmp_path / "no_table.onnx",
+                              action_offset="reference", motion_length_s="1.0")
+    with pytest.raises(ContractError, match=r"no_table.onnx: action_offset 'reference', but the graph has no reference table"):
+        OnnxPolicy.load(no_table, robot)
+    doubled = _with_metadata(_reference_policy(robot, tmp_path / "half.onnx", action_scale=0.5), tmp_path / "doubled.onnx",
+                             action_scale=json.dumps([robot.action_scale] * robot.num_joints))
+    with pytest.raises(ContractError, match=r"doubled.onnx: policy graph scales '\w+' by 0.5, its metadata says action_scale "
+                                            r"0.25: metadata and graph disagree"):
+        OnnxPolicy.load(doubled, robot)
+
+
 def test_policy_gains_within_the_configured_ratio_load(robot, tmp_path):
     relaxed = dataclasses.replace(robot, policy_gain_ratio=1.5)
     path = write_policy(tmp_path / "stiffer.onnx", robot, kp=tuple(1.4 * k for k in robot.kp))

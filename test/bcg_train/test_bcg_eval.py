@@ -224,6 +224,10 @@ def test_baselines_are_the_policy_with_a_zero_correction(tmp_path):
         np.testing.assert_allclose(play_targets, reference_joint_targets(reference.joint_pos, np.array([phase])), atol=1e-5)
     with pytest.raises(ValueError, match="unknown baseline"):
         write_baseline_policy("nothing", contract, reference.joint_pos, tmp_path / "x.onnx")
+    # a clip a frame longer than the policy's (bcg-eval accepts one): playback's phase runs over what it plays
+    longer = np.concatenate([reference.joint_pos, reference.joint_pos[-1:]])
+    play_longer = OnnxPolicy.load(write_baseline_policy("playback", contract, longer, tmp_path / "longer.onnx"), robot)
+    assert play_longer.contract.motion_length_s == pytest.approx(len(longer) * contract.control_dt)
 
 
 def test_eval_baseline_flag(tmp_path, capsys):
