@@ -88,10 +88,8 @@ class OnnxPolicy:
     def _check_trial_run(self, num_joints: int) -> tuple[np.ndarray, np.ndarray]:
         """One inference on a neutral state (identity attitude, zeros): the outputs' actual
         shapes. Returns its joint targets and action."""
-        raw = {name: np.zeros(size) for name, size in raw_input_sizes(num_joints).items()}
-        raw["imu_quat"] = np.array([1.0, 0.0, 0.0, 0.0])
         try:
-            results = self._infer(raw)
+            results = self._infer(_neutral_state(num_joints))
         except Exception as err:  # onnxruntime raises several types for a graph that cannot run
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ContractError(self.source, f"policy graph fails on a neutral state: {first[:200]}") from None
@@ -152,9 +150,7 @@ class OnnxPolicy:
         action_scale * action`` is the same whatever the state (the default-pose check does this
         for the other offset). A second trial run moves the joints; a policy whose action does not
         change with them, or is not finite, cannot tell and is left alone."""
-        raw = {name: np.zeros(size) for name, size in raw_input_sizes(self.contract.num_joints).items()}
-        raw["imu_quat"] = np.array([1.0, 0.0, 0.0, 0.0])
-        raw["joint_pos"] = np.full(self.contract.num_joints, 0.2)
+        raw = {**_neutral_state(self.contract.num_joints), "joint_pos": np.full(self.contract.num_joints, 0.2)}
         targets2, action2 = (r[0].astype(np.float64) for r in self._infer(raw))
         if not all(np.isfinite(x).all() for x in (targets, action, targets2, action2)):
             return
@@ -178,6 +174,13 @@ class OnnxPolicy:
         control loop checks them again on every tick before anything reaches a motor)."""
         targets, action = self._infer(raw)
         return targets[0].astype(np.float64), action[0].astype(np.float64)
+
+def _neutral_state(num_joints: int) -> dict[str, np.ndarray]:
+    """The trial runs' raw state: identity attitude, everything else zero (phase 0)."""
+    raw = {name: np.zeros(size) for name, size in raw_input_sizes(num_joints).items()}
+    raw["imu_quat"] = np.array([1.0, 0.0, 0.0, 0.0])
+    return raw
+
 
 def _check_shape(source: str, kind: str, name: str, shape, size: int, needs: str) -> None:
     """``[batch, size]``: rank 2, a batch of 1 or symbolic, and ``size`` values (when the graph fixes it)."""
