@@ -402,6 +402,22 @@ def test_the_first_ramp_command_is_not_sent_on_a_state_the_node_stalled_past(rob
     assert fault.kind == "loop_stalled" and "robot state it was built on" in fault.message
 
 
+def test_a_state_going_stale_during_a_tick_on_time_is_stale_state_not_a_stall(robot):
+    """A stream that stops: the tick starts on a state just inside the stale limit and keeps to
+    its period, but by the send the state is past the limit. Damping goes out, for the reason
+    the next tick would have given (stale_state): the node did not stall (CI at aa848b9 saw a
+    corrupted-state scenario end in loop_stalled, 203 ms against 200)."""
+    rig = Rig(robot)
+    limit = SafetyConfig().stale_periods * DT
+    rig.to_hold()
+    result = rig.step(received_at=rig.t + DT - 0.995 * limit)  # Rig.step advances the clock by DT first
+    assert result.state is ControlState.HOLD and not result.faults
+    late = rig.loop.confirm_send(result, rig.t + 0.4 * DT)
+    assert late.state is ControlState.DAMP and late.command.is_damping() and late.shaped is None
+    fault = rig.loop.machine.fault
+    assert fault.kind == "stale_state" and late.faults[-1].kind == "stale_state", fault
+
+
 def test_damp_uses_the_robot_config_kd_like_the_sentinel(robot):
     config = SafetyConfig(damping_kd_scale=1.5)
     policy = FakePolicy(robot)
