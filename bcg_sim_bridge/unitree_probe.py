@@ -9,7 +9,10 @@ commands: to the policy node and the sentinel it is a foreign writer. ``--record
 (unitree_sdk, nothing sent): every ``rt/lowcmd`` sample of the next S seconds with its
 writer's source timestamp and stamp, so a test can tell when each writer *wrote* from when
 the bridge received. ``--armed``: start up and connect, then send only once a line arrives
-on stdin, so a scenario can start the probe before the run and inject on cue.
+on stdin, so a scenario can start the probe before the run and inject on cue. With
+``--record``, ``--armed`` prints ``recording`` once the reader exists and stops recording at
+a line on stdin (or its close), S then being the most it records: the caller, not a guessed
+duration, decides when the recording covers what it needs.
 
 The report is one JSON object written to ``--result`` (atomically: a file that exists is
 complete), and also printed as the last stdout line. Read the file: the SDK's reader
@@ -128,8 +131,10 @@ def _run_record(args) -> dict:
     samples = []
     started = time.time()
     end = time.monotonic() + args.record
+    if args.armed:
+        print("recording", flush=True)
     while True:
-        last = time.monotonic() >= end
+        last = time.monotonic() >= end or (args.armed and _cue_arrived())
         for msg in reader.take(4096):
             if msg.sample_info.valid_data:
                 writer = writer_from_stamp(msg.reserve)
@@ -137,7 +142,13 @@ def _run_record(args) -> dict:
         if last:
             break
         time.sleep(0.05)  # a tool's poll, not a control loop: the samples wait in the reader
-    return {"recorded_from": started, "recorded_s": args.record, "samples": samples}
+    return {"recorded_from": started, "recorded_until": time.time(), "recorded_s": args.record, "samples": samples}
+
+
+def _cue_arrived() -> bool:
+    """A line (or the close) waiting on stdin, without blocking: ``--armed --record``'s stop cue."""
+    import select
+    return bool(select.select([sys.stdin], [], [], 0.0)[0])
 
 
 def _run_ros2(args, robot) -> dict:

@@ -209,10 +209,15 @@ def test_sentinel_damps_over_the_sdk_when_the_node_dies(sdk_node, sentinel_took_
     print(f"sentinel takeover over unitree_sdk {1e3 * (t_damp - t_kill):.0f} ms after SIGKILL")
 
 
-def start_recorder(tmp, seconds: float) -> subprocess.Popen:
-    """Every rt/lowcmd sample of the next ``seconds``, with its writer's own send time."""
-    return subprocess.Popen([sys.executable, "-m", PROBE_MODULE, "--domain", str(SDK_DOMAIN), "--record", str(seconds),
-                             "--result", str(tmp / "lowcmd_record.json")], stdout=subprocess.PIPE, text=True)
+def start_recorder(tmp, most_seconds: float) -> subprocess.Popen:
+    """Every rt/lowcmd sample, with its writer's own send time, from when this returns (its
+    reader exists) until a line is written to its stdin (``communicate("stop\\n")``)."""
+    recorder = subprocess.Popen([sys.executable, "-m", PROBE_MODULE, "--domain", str(SDK_DOMAIN), "--armed",
+                                 "--record", str(most_seconds), "--result", str(tmp / "lowcmd_record.json")],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    first = recorder.stdout.readline()
+    assert first.strip() == "recording", f"the recorder did not start: {first!r}"
+    return recorder
 
 
 def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_node, sentinel_took_over):
@@ -222,8 +227,8 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     getting it, the sentinel must report the writer, and SIGINT must end it within 1 s."""
     obs, procs, tmp, safety, policy = sdk_node
     assert procs.nodes["sentinel"].alive() and obs.sentinel_states[-1][1] == "TAKEN_OVER"
-    recorder = start_recorder(tmp, 8.0)
-    time.sleep(0.5)  # the recorder's reader is matched before the writer starts
+    recorder = start_recorder(tmp, 60.0)
+    time.sleep(0.5)  # its reader exists: this is for matching the sentinel's writer
     probe = start_probe(tmp, 300, "writer")
     try:
         obs.wait_received(lambda c: not c.is_damping(), time.monotonic(), 30, "the second writer's commands")
@@ -233,9 +238,10 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     t_done = time.monotonic()
     assert probe.returncode == 0, out[-2000:]
     time.sleep(1.0)
-    out, _ = recorder.communicate(timeout=60)
+    out, _ = recorder.communicate("stop\n", timeout=60)
     assert recorder.returncode == 0, out[-2000:]
-    samples = read_result(tmp / "lowcmd_record.json")["samples"]
+    record = read_result(tmp / "lowcmd_record.json")
+    samples = record["samples"]
     realtime_ahead = time.time() - time.monotonic()  # both clocks are system-wide: one offset maps the send times
     foreign = np.array([t for t, role, *_ in samples if role == "foreign"]) - realtime_ahead
     sent = np.array([t for t, role, _, ok in samples if role == "sentinel" and ok]) - realtime_ahead
@@ -245,6 +251,9 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     damping = [t for t, c in obs.received_since(t_writing - 1.0) if c.is_damping()]
     received_per_window = np.histogram(damping, bins=edges)[0]
     why = f"per 250 ms the sentinel sent {sent_per_window}, the bridge received {received_per_window}"
+    # a recorder that stopped early reads as a sentinel gone silent (CI at aa848b9: 11 7 0 0 0
+    # sent, 11 8 11 11 11 received, from a fixed 8 s recording that began before a slow probe start)
+    assert record["recorded_until"] - realtime_ahead > edges[-1], f"the recording ended before the last window: {why}"
     # the safety property, by the sentinel's own send times: its 50 Hz damping never stopped.
     # A deadlock stops it for good (it did, before the polled readers); a starved process on
     # the loaded 2-core test machine once sent nothing for one 250 ms window in the middle of
