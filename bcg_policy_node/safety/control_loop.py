@@ -124,7 +124,7 @@ class ControlLoop:
         self._start_was_pressed = True  # a START held since before HOLD does not count
         self._position_sent_at: float | None = None  # when the last position command went out (confirm_send)
         self._command_state_at: float | None = None  # received_at of the state the last tick's command was built on
-        self._tick_started_at = 0.0  # when the last tick started (confirm_send: a stall inside it, or a stale state)
+        self._tick_at = 0.0  # the last tick's time (the node passes its due time): confirm_send's split of a state's age
 
     @property
     def state(self) -> ControlState:
@@ -208,7 +208,7 @@ class ControlLoop:
         if tripping:
             m.trip(tripping[0], now)
         self._command_state_at = None if state is None else state.received_at
-        self._tick_started_at = now
+        self._tick_at = now
         if state is None:
             return TickResult(None, m.state, tuple(faults), tuple(m.drain_transitions()), None, False)
 
@@ -259,8 +259,9 @@ class ControlLoop:
         ``loop_stalled`` and goes out as damping instead: the sentinel waits longer than that
         limit (``stall_order_error``). The second rule covers the first position command after
         PASSIVE or DAMP (the ramp's), which has no previous one; zero torque and damping are
-        never held back. A state that crossed the limit during a tick that kept to its period
-        is the stream's fault, not the node's: it trips ``stale_state``, as the next tick would."""
+        never held back. A state that crossed the limit during the tick mostly by its age when
+        the tick was due is the stream's fault, not the node's: it trips ``stale_state``, as the
+        next tick would."""
         limit, previous = self.watchdog.stale_after, self._position_sent_at
         energized = result.command is not None and result.state in _ENERGIZED
         fault = None
@@ -268,14 +269,17 @@ class ControlLoop:
             fault = Fault("loop_stalled", f"this tick's command was ready {(now - previous) * 1e3:.0f} ms after the previous "
                                           f"one (limit {limit * 1e3:.0f} ms): the node itself stalled inside the tick")
         elif energized and self._command_state_at is not None and now - self._command_state_at > limit:
-            age, in_tick = now - self._command_state_at, now - self._tick_started_at
-            if in_tick > self.dt:  # the tick overran its period: the node is why the state is old by now
-                fault = Fault("loop_stalled", f"this tick's command was ready {in_tick * 1e3:.0f} ms after the tick started, "
-                                              f"when the robot state it was built on was {age * 1e3:.0f} ms old (limit "
-                                              f"{limit * 1e3:.0f} ms): the node itself stalled inside the tick")
-            else:  # a tick on time, on a state that was nearly stale when it started: the stream stopped
-                fault = Fault("stale_state", f"no new robot state for {age * 1e3:.0f} ms when this tick's command was "
-                                             f"ready (limit {limit * 1e3:.0f} ms)")
+            # the state's age by now is the stream's share (its age at the tick's time, which the
+            # watchdog passed) plus the node's (from the tick's time, its due time in the node, to
+            # now: a late start and the tick's own work). The larger share names the cause
+            age, stream, node = now - self._command_state_at, self._tick_at - self._command_state_at, now - self._tick_at
+            if node >= stream:
+                fault = Fault("loop_stalled", f"this tick's command was ready {node * 1e3:.0f} ms after the tick was due, on "
+                                              f"a robot state {age * 1e3:.0f} ms old by then (limit {limit * 1e3:.0f} ms): "
+                                              "the node itself stalled inside the tick")
+            else:
+                fault = Fault("stale_state", f"no new robot state for {age * 1e3:.0f} ms when this tick's command was ready, "
+                                             f"{node * 1e3:.0f} ms after the tick was due (limit {limit * 1e3:.0f} ms)")
         if fault is not None:
             self.machine.trip(fault, now)
             result = dataclasses.replace(

@@ -399,23 +399,28 @@ def test_the_first_ramp_command_is_not_sent_on_a_state_the_node_stalled_past(rob
     stalled = rig.loop.confirm_send(result, rig.t - 0.001 + 1.2 * limit)
     assert stalled.state is ControlState.DAMP and stalled.command.is_damping() and stalled.shaped is None
     fault = rig.loop.machine.fault
-    assert fault.kind == "loop_stalled" and "robot state it was built on" in fault.message
+    assert fault.kind == "loop_stalled" and "after the tick was due" in fault.message
 
 
-def test_a_state_going_stale_during_a_tick_on_time_is_stale_state_not_a_stall(robot):
-    """A stream that stops: the tick starts on a state just inside the stale limit and keeps to
-    its period, but by the send the state is past the limit. Damping goes out, for the reason
-    the next tick would have given (stale_state): the node did not stall (CI at aa848b9 saw a
-    corrupted-state scenario end in loop_stalled, 203 ms against 200)."""
+@pytest.mark.parametrize("age_when_due, late_by, kind", [
+    (0.995, 0.002, "stale_state"),  # on time (CI at aa848b9: a stopped stream read as a stall, 203 ms against 200)
+    (0.75, 0.025, "stale_state"),   # a tick more than a period late, on a state older than that when it was due
+    (0.2, 0.055, "loop_stalled"),   # the node's own delay is the larger share
+])
+def test_a_state_crossing_the_limit_inside_a_tick_is_blamed_on_the_larger_share(robot, age_when_due, late_by, kind):
+    """A stream that stops, or a node that stalls: the state passed the watchdog at the tick's
+    due time and is past the stale limit when the command is ready. Damping goes out either way;
+    the reason is the share of the state's age that is larger, its age when the tick was due (the
+    stream, as a fraction of the limit) or the node's delay since (late start and work, in s)."""
     rig = Rig(robot)
     limit = SafetyConfig().stale_periods * DT
     rig.to_hold()
-    result = rig.step(received_at=rig.t + DT - 0.995 * limit)  # Rig.step advances the clock by DT first
+    result = rig.step(received_at=rig.t + DT - age_when_due * limit)  # Rig.step advances the clock by DT first
     assert result.state is ControlState.HOLD and not result.faults
-    late = rig.loop.confirm_send(result, rig.t + 0.4 * DT)
+    late = rig.loop.confirm_send(result, rig.t + late_by)
     assert late.state is ControlState.DAMP and late.command.is_damping() and late.shaped is None
     fault = rig.loop.machine.fault
-    assert fault.kind == "stale_state" and late.faults[-1].kind == "stale_state", fault
+    assert fault.kind == kind and late.faults[-1].kind == kind, fault
 
 
 def test_damp_uses_the_robot_config_kd_like_the_sentinel(robot):
