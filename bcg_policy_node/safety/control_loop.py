@@ -194,10 +194,11 @@ class ControlLoop:
         m = self.machine
         self.lease.observe(foreign)
         energized = m.state in _ENERGIZED
-        # the node's own stall first: it explains what follows it (a stale state, the sentinel's damping);
-        # in PASSIVE and DAMP it left nothing on the motors to worry about
+        # the causes first: the node's own stall explains what follows it (a stale state, the sentinel's
+        # damping; in PASSIVE and DAMP it left nothing on the motors to worry about), and another
+        # writer's commands what the robot did on them since (a joint too fast, a tilt)
         faults = self._stall_faults(tick_gap) if energized else []
-        faults += self.watchdog.check(now, state) + self._operator_faults(now, inputs) + self._lease_faults(now)
+        faults += self._lease_faults(now) + self.watchdog.check(now, state) + self._operator_faults(now, inputs)
         if m.state is ControlState.PASSIVE and state is not None and not self.watchdog.tick_advanced:
             # the first sample read is dated when it is read, however old it is: a stream that died
             # before activation would have ramped on it, at full gains, until it went stale

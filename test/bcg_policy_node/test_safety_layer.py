@@ -628,6 +628,44 @@ def test_a_second_commander_trips_damp_and_blocks_reset_while_it_writes(robot):
     assert rig.loop.request_reset(rig.t, rig.inputs)[0]
 
 
+def test_the_sentinels_damping_is_the_sentinel_taking_over_not_a_second_commander(robot):
+    """The sentinel writes only after it took over: its commands read as sentinel_missing, like
+    its TAKEN_OVER state, whichever the node hears first. An energized node trips on them; a
+    node starting in PASSIVE beside them (restarted after a takeover) holds zero torque until the
+    sentinel has handed back and gone quiet, instead of latching DAMP for a foreign program."""
+    sentinel = CommandWriter("sentinel", "sentinel#1a2b3c4d")
+    rig = Rig(robot)
+    for _ in range(5):
+        held = rig.step(foreign=[SeenCommand(rig.t - 0.002, sentinel)])
+        assert held.state is ControlState.PASSIVE and held.command.is_zero_torque(), held
+    assert "sentinel_missing" in [f.kind for f in held.faults] and "foreign_commander" not in str(held.faults)
+    for _ in range(int(SafetyConfig().foreign_commander_window_s / DT) + 1):  # it handed back: quiet for the window
+        result = rig.step()
+    assert result.state is ControlState.RAMP, result.faults
+    rig.to_hold()
+    rig.loop.request_run(rig.t)
+    rig.step()
+    tripped = rig.step(foreign=[SeenCommand(rig.t - 0.002, sentinel)])
+    assert tripped.state is ControlState.DAMP and rig.loop.machine.fault.kind == "sentinel_missing", rig.loop.machine.fault
+    other = CommandWriter("foreign", "unstamped rt/lowcmd writer")  # a second program beside it is still reported as such
+    assert rig.loop.lease.fault(rig.t).kind == "sentinel_missing"
+    rig.loop.lease.observe([SeenCommand(rig.t - 0.003, other)])
+    assert rig.loop.lease.fault(rig.t).kind == "foreign_commander"
+
+
+def test_a_second_commander_is_reported_before_what_its_commands_did(robot):
+    """The robot obeys another writer at once and the node hears of it a tick later: by then its
+    targets may have spun a joint past the speed limit. The writer is the cause and is latched."""
+    rig = Rig(robot)
+    rig.to_hold()
+    rig.loop.request_run(rig.t)
+    rig.step()
+    other = CommandWriter("foreign", "unstamped rt/lowcmd writer")
+    result = rig.step(foreign=[SeenCommand(rig.t - 0.01, other)], dq=2.0 * robot.velocity)
+    assert {"foreign_commander", "joint_velocity"} <= {f.kind for f in result.faults}
+    assert result.state is ControlState.DAMP and rig.loop.machine.fault.kind == "foreign_commander"
+
+
 def test_no_second_commander_no_trip(robot):
     rig = Rig(robot)
     rig.to_hold()
