@@ -87,8 +87,9 @@ def passive_reason(node_log: str) -> str:
 # policy's or the safety layer's doing: it fails the scenario and is never retried, or a policy
 # that tripped in two attempts of three would pass on the third.
 # A sentinel that took over before the injection did so because the node's heartbeat came late
-# (nothing kills the node before then): its damping is a second writer on the motors, and the
-# node's foreign_commander trip that follows is load too.
+# (nothing kills the node before then). The node reads its damping as sentinel_missing; on ros2 a
+# sentinel publisher the node's graph has not named yet reads as a foreign writer, so the
+# node's foreign_commander trip that follows such a takeover is load too.
 LOAD_FAULT_KINDS = ("stale_state", "tick_stalled", "loop_stalled", "sentinel_missing")
 
 
@@ -414,11 +415,14 @@ def _analyse(opts: RunOptions, scenario: Scenario, log: analysis.BridgeLog, even
               and not band_held and not rejected)
     if band_held and not harness_error:  # the rig's release (a topic message) did not land: retried, exit 3
         harness_error = "the elastic band still held the robot in the RUN: the rig's release did not take effect"
-    if reason == "loop_stalled" and reason not in scenario.expected_reasons and not harness_error:
-        # the node's process was descheduled past the stale limit (its own stall is reported before
-        # the stale state it causes): the machine was overloaded, so the attempt is retried
+    if reason in LOAD_FAULT_KINDS and reason not in scenario.expected_reasons and not harness_error:
+        # a load trip (the node descheduled past the stale limit, a late state or sentinel heartbeat)
+        # that the driver heard at or after the mark: its time is the driver's receipt, so it may
+        # have tripped just before the injection, and one late state between the injection and the
+        # expected trip ends the scenario too. The machine was overloaded: the attempt is retried,
+        # and a safety layer that trips so on every attempt still fails (exit 3)
         passed = False
-        harness_error = f"the node itself stalled ({reason_text}): the machine, not the policy or its safety layer"
+        harness_error = f"a load trip ended the scenario ({reason_text}): the machine, not the policy or its safety layer"
     # real time while the policy was in charge (band release to the first damping), not over the
     # bridge's whole life: the node's 50 Hz loop and watchdogs run on the wall clock, so against a
     # slowed robot a policy runs at a higher rate in simulated time and its pass proves nothing
