@@ -24,6 +24,7 @@ from bcg_robot.config import load_robot_config
 from bcg_robot.contract import PolicyContract
 
 from bcg_policy_node import operator_api as api
+from bcg_policy_node.sentinel.sentinel_watch import sentinel_timeout_for
 from bcg_sim_bridge.harness.observer import (LOAD_FAULTS, Observer, back_to_hold, enter_run, robot_parameters,
                                              wait_first_hold)
 from bcg_sim_bridge.harness.processes import (BRIDGE_MODULE, NODE_MODULE, PROBE_MODULE, SENTINEL_MODULE, ProcessGroup,
@@ -316,7 +317,10 @@ def test_the_node_waits_for_the_sentinel_which_damps_a_stalled_and_a_killed_node
     assert position_commands(obs.received_since(t_passive)) == [] and obs.received_since(t_passive)
     # and its log says why
     assert "PASSIVE until these clear: sentinel_missing: no sentinel heartbeat yet" in procs.log("node2")
-    procs.start_module("sentinel", SENTINEL_MODULE, {})
+    # its timeout as every launcher chooses it for node2's 200 ms stale limit (the default 100 ms
+    # took over on a hiccup the node rightly did not trip on, and the node then tripped on that)
+    procs.start_module("sentinel", SENTINEL_MODULE, {"safety_config": str(safety),
+                                                     "timeout_s": sentinel_timeout_for(10 * robot.control_dt, robot.control_dt)})
     enter_run(obs)  # the sentinel arms on the node's commands, and the node ramps and holds
     obs.wait_for(lambda: obs.sentinel_states and obs.sentinel_states[-1][1] == "WATCHING", 30, "sentinel watching")
     time.sleep(0.5)
@@ -335,6 +339,7 @@ def test_the_node_waits_for_the_sentinel_which_damps_a_stalled_and_a_killed_node
 
     enter_run(obs)
     time.sleep(0.5)
+    assert obs.state() == "RUN" and obs.sentinel_states[-1][1] == "WATCHING", obs.faults[-3:]  # no takeover before the kill
     t_kill = time.monotonic()
     procs.kill("node2", signal.SIGKILL)
     t_damp, command = obs.wait_received(lambda c: c.is_damping(), t_kill, 10, "sentinel damping")
