@@ -196,10 +196,13 @@ def merge_history(previous: list[dict], new: list[dict], steps_per_iteration: in
 
 
 def method_config(base, method: str, run_dir: Path, eval_every: int):
-    """The benchmark's config of ``method``: the task's, on stiff contact, SHAC with or without BCG."""
+    """The benchmark's config of ``method``: the task's, on stiff contact, SHAC with or without BCG.
+    PPO steps the plain physics, as every evaluation does: with the task's ``mode: bcg`` its
+    environment stepped the mean of perturbed branches wherever contact was stiff (the squat
+    benchmark of 2026-12-05 ran so), a smoothed dynamics no other arm trained on, and paid for
+    the branches in its wall time."""
     task = dataclasses.replace(base.task, contact="stiff")
-    if method != "ppo":
-        task = dataclasses.replace(task, bcg=dataclasses.replace(base.task.bcg, mode="bcg" if method == "shac_bcg" else "plain"))
+    task = dataclasses.replace(task, bcg=dataclasses.replace(base.task.bcg, mode="bcg" if method == "shac_bcg" else "plain"))
     return dataclasses.replace(base, run_dir=str(run_dir), task=task, checkpoint_every=eval_every)
 
 
