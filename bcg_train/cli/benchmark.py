@@ -207,8 +207,11 @@ def method_config(base, method: str, run_dir: Path, eval_every: int):
 
 
 REPORT_FILES = ("benchmark.json", "benchmark.png")  # what report() writes into --out
-# what the report reads of every history row
-HISTORY_KEYS = ("env_steps", "wall_s", "tracking_error_m", "reward")
+# what the report reads of every history row: the counts every row has, the training metrics those
+# rows have in which an episode ended (a resumed brax run's first row has NaN there)
+COUNT_KEYS = ("env_steps", "wall_s")
+METRIC_KEYS = ("tracking_error_m", "reward")
+HISTORY_KEYS = COUNT_KEYS + METRIC_KEYS
 
 
 def _checked_rows(path: Path, rows, keys: tuple[str, ...] = HISTORY_KEYS) -> list[dict]:
@@ -243,7 +246,18 @@ def history_from_json(path: Path) -> tuple[list[dict], float]:
     per_iteration = saved.get("steps_per_iteration") if isinstance(saved, dict) else None
     if not isinstance(per_iteration, (int, float)) or not per_iteration > 0:
         raise BCGInputError(path, "not a bcg-benchmark history: needs steps_per_iteration (a number > 0) and rows")
-    return _checked_rows(path, saved.get("rows")), per_iteration
+    return _rows_with_metrics(path, _checked_rows(path, saved.get("rows"), COUNT_KEYS)), per_iteration
+
+
+def _rows_with_metrics(path: Path, rows: list[dict]) -> list[dict]:
+    """The rows with finite training metrics. brax reports its first evaluation of a resumed run
+    before any episode ended, as NaN (the squat benchmark's PPO row 801): such a row says nothing
+    about training and is left out. A history with no such row at all is refused (it gave a report
+    of NaNs, exit 0)."""
+    kept = [r for r in rows if all(_is_finite_number(r.get(k)) for k in METRIC_KEYS)]
+    if not kept:
+        raise BCGInputError(path, f"no row has a finite number under {', '.join(METRIC_KEYS)}")
+    return kept
 
 
 def history_from_metrics_csv(path: Path) -> tuple[list[dict], int]:
@@ -273,9 +287,11 @@ def history_from_metrics_csv(path: Path) -> tuple[list[dict], int]:
 JUDGING_KEYS = ("seeds", "first_seed", "duration_s", "judged_with")  # what a selection row was judged under
 
 
-def check_judged_alike(out: Path, judged: dict[str, list[dict]]) -> None:
+def check_judged_alike(out: Path, judged: dict[str, list[dict]]) -> dict:
     """Every method's policies judged under the same seeds, rollout length and config: an arm judged
-    on 5 seeds passes "<= 2 falls" far more easily than one judged on 20."""
+    on 5 seeds passes "<= 2 falls" far more easily than one judged on 20. Returns what was checked
+    (``{"alike": {key: value}, "not_recorded": [keys]}``): a table older than a column leaves it
+    empty in every row, which compares equal and proves nothing, so the report says so."""
     seen: dict[tuple, str] = {}
     for method, rows in judged.items():
         for row in rows:
@@ -285,6 +301,9 @@ def check_judged_alike(out: Path, judged: dict[str, list[dict]]) -> None:
         (a, where_a), (b, where_b) = list(seen.items())[:2]
         raise BCGInputError(out, f"the selection tables judged under different settings ({', '.join(JUDGING_KEYS)}): "
                                  f"{where_a} {list(a)}, {where_b} {list(b)}; judge every method alike (bcg-select-checkpoint)")
+    settings = dict(zip(JUDGING_KEYS, next(iter(seen)))) if seen else {}
+    return {"alike": {k: v for k, v in settings.items() if v not in (None, "")},
+            "not_recorded": [k for k in JUDGING_KEYS if settings.get(k) in (None, "")]}
 
 
 def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float) -> dict:
@@ -314,7 +333,7 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
         }
     if not results:  # an empty benchmark.json would read as a benchmark that ran nothing
         raise BCGInputError(out, f"nothing to report: no {', '.join(METHODS)} folder with a history.json or metrics.csv (--report)")
-    check_judged_alike(out, {m: r["judged"] for m, r in results.items()})
+    judging = check_judged_alike(out, {m: r["judged"] for m, r in results.items()})
     ref = (results.get("shac_bcg", {}).get("evaluated_threshold") or {}).get("env_steps")
     ratios = {}
     for m in ("ppo", "shac_stiff"):
@@ -327,7 +346,7 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
             last = max(int(r["iteration"]) for r in results[m]["judged"])
             ratios[f"{m}_to_shac_bcg_env_steps_at_least"] = last * plotted[m]["steps_per_iteration"] / ref
     verdict = {"threshold": {"max_falls": max_falls, "max_e_track_cm": max_e_track_cm, "training_threshold_cm": threshold_cm},
-               "methods": results, "ratios": ratios}
+               "judged_alike": judging, "methods": results, "ratios": ratios}
     (out / "benchmark.json").write_text(json.dumps(verdict, indent=2) + "\n")
     from bcg_train.learn.curves import plot_benchmark
 
@@ -339,7 +358,9 @@ def report(out: Path, threshold_cm: float, max_falls: int, max_e_track_cm: float
         first = (str(e["iteration"]), f"{e['env_steps']:.0f}", f"{e['wall_s']:.0f}" if e["wall_s"] is not None else "-") if e else ("not reached", "-", "-")
         print(f"{m:<11} {r['policies_judged']:>6} {first[0]:>17} {first[1]:>10} {first[2]:>8} {r['env_steps_total']:>12.0f}")
     for k, v in ratios.items():
-        print(f"{k}: {v:.1f}x")
+        print(f"{k}: {v:.2f}x")
+    if judging["not_recorded"]:
+        print(f"judged alike: not recorded in the selection tables ({', '.join(judging['not_recorded'])}): check those by hand")
     return verdict
 
 

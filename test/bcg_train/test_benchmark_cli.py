@@ -4,6 +4,7 @@ like SHAC's checkpoints, and the report turns the selection tables into env step
 import csv
 import dataclasses
 import json
+import math
 
 import jax
 import jax.numpy as jnp
@@ -73,6 +74,8 @@ def test_the_lower_bound_counts_only_judged_policies_and_every_method_is_judged_
     _write_method(tmp_path / "a", "ppo", 1536, 300, [(50, 20, 3.0), (100, 9, 2.0)])
     verdict = report(tmp_path / "a", threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
     assert verdict["ratios"]["ppo_to_shac_bcg_env_steps_at_least"] == pytest.approx(100 * 1536 / (200 * 256))
+    # these tables record the seed count only: the rest of the judging is said to be unchecked
+    assert verdict["judged_alike"] == {"alike": {"seeds": 20}, "not_recorded": ["first_seed", "duration_s", "judged_with"]}
     _write_method(tmp_path / "b", "shac_bcg", 256, 200, [(100, 5, 1.0), (200, 1, 1.2)])
     _write_method(tmp_path / "b", "ppo", 1536, 300, [])
     verdict = report(tmp_path / "b", threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
@@ -83,6 +86,20 @@ def test_the_lower_bound_counts_only_judged_policies_and_every_method_is_judged_
     table.write_text(table.read_text().replace("100,1,20,", "100,1,5,"))  # judged on 5 seeds
     with pytest.raises(BCGInputError, match="judged under different settings"):
         report(tmp_path / "c", threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
+
+
+def test_a_resumed_ppo_runs_first_row_without_metrics_is_left_out_of_the_report(tmp_path):
+    """brax reports a resumed run's first evaluation before any episode ended: NaN metrics (the
+    squat benchmark's PPO row 801). The report could not read the benchmark's own history."""
+    _write_method(tmp_path, "shac_bcg", 256, 200, [(100, 5, 1.0), (200, 1, 1.2)])
+    _write_method(tmp_path, "ppo", 1536, 300, [(100, 20, 3.0), (300, 6, 1.9)])
+    history = tmp_path / "ppo" / "history.json"
+    saved = json.loads(history.read_text())
+    saved["rows"][150] = dict(saved["rows"][150], tracking_error_m=float("nan"), reward=float("nan"))
+    history.write_text(json.dumps(saved))
+    verdict = report(tmp_path, threshold_cm=2.5, max_falls=2, max_e_track_cm=2.5)
+    assert verdict["methods"]["ppo"]["env_steps_total"] == 300 * 1536 and math.isfinite(verdict["methods"]["ppo"]["final_reward"])
+    assert verdict["ratios"]["ppo_to_shac_bcg_env_steps_at_least"] == pytest.approx(300 * 1536 / (200 * 256))
 
 
 def test_report_of_a_missing_directory_is_one_line_and_exit_2(tmp_path, capsys):
@@ -144,9 +161,9 @@ _METRICS_HEADER = "iteration,env_steps,wall_s,tracking_error_m,reward\n"
     ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": []}', "no rows"),
     ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256}]}', "row 1 has no finite number under wall_s"),
     ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256, "wall_s": 1, "tracking_error_m": NaN, '
-                            '"reward": 1}]}', "row 1 has no finite number under tracking_error_m"),  # was a report of NaNs, exit 0
+                            '"reward": 1}]}', "no row has a finite number under tracking_error_m"),  # was a report of NaNs, exit 0
     ("ppo", "history.json", '{"steps_per_iteration": 256, "rows": [{"env_steps": 256, "wall_s": 1, "tracking_error_m": 1' + "0" * 400
-                            + ', "reward": 1}]}', "row 1 has no finite number under tracking_error_m"),  # an int no float holds
+                            + ', "reward": 1}]}', "no row has a finite number under tracking_error_m"),  # an int no float holds
     ("shac_stiff", "metrics.csv", _METRICS_HEADER + "0,0,1,0.1,1\n", "row 1: iteration 0"),
     ("shac_stiff", "metrics.csv", _METRICS_HEADER + "1,256,x,0.1,1\n", "not a bcg-train metrics table"),
     ("shac_stiff", "metrics.csv", _METRICS_HEADER + "1,256,1,nan,1\n", "row 1 has no finite number under tracking_error_m"),
