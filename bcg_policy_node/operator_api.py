@@ -130,6 +130,8 @@ class ControlState(str, enum.Enum):
 
 # The node's log line, every 2 s while faults hold it in PASSIVE, then the faults ("; "-joined).
 PASSIVE_HELD_LOG = "PASSIVE until these clear: "
+# The sentinel's log line at a takeover, then its reason ("policy node heartbeat silent for 221 ms").
+TAKEOVER_LOG = "TAKEOVER: "
 
 
 def operator_input_qos():

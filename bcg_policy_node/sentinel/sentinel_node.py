@@ -104,7 +104,7 @@ class SentinelNode(Node):
         if state is not before:
             if state is SentinelState.TAKEN_OVER:
                 self.takeovers += 1
-                self.get_logger().error(f"TAKEOVER: {self.watch.reason}; sending damping")
+                self.get_logger().error(f"{api.TAKEOVER_LOG}{self.watch.reason}; sending damping")
             else:
                 self.get_logger().info(f"{before.value} -> {state.value}" + (f": {self.watch.reason}" if self.watch.reason else ""))
             self._state_pub.publish(String(data=state.value))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -72,6 +73,15 @@ FOREIGN_COMMANDS = 100  # 1 s at 100 Hz
 # pass at that speed is a harness error (retried, exit 3 when the attempts run out). The
 # factor is taken while the policy is in charge (runner._analyse).
 MIN_REALTIME_FACTOR = 0.9
+
+
+def takeover_silence_ms(sentinel_log: str) -> float | None:
+    """The silence the sentinel measured when it last took over (its own account of its timeout),
+    from its log; None if it never took over. A kill's time cannot give it: the node's last tick
+    before the kill may have come late, and the sentinel times the silence from that tick."""
+    lines = [line for line in sentinel_log.splitlines() if api.TAKEOVER_LOG in line]
+    found = re.search(r"silent for (\d+) ms", lines[-1]) if lines else None
+    return float(found.group(1)) if found else None
 
 
 def passive_reason(node_log: str) -> str:
@@ -336,6 +346,9 @@ def run_scenario(opts: RunOptions, scenario: Scenario, interface: str, attempt: 
     }
     if result["stayed_passive"]:
         result["passive_reason"] = passive_reason_of(group.nodes)
+    if scenario.name == "kill":
+        sentinel = group.nodes.get("sentinel")
+        result["sentinel_silence_ms"] = takeover_silence_ms(sentinel.log_tail(400)) if sentinel is not None else None
     if error or not log_path.is_file():
         result["node_log_tail"] = {role: n.log_tail() for role, n in group.nodes.items()}
     if not log_path.is_file():

@@ -14,6 +14,17 @@ def robot():
     return load_robot_config()
 
 
+def test_the_sentinels_takeover_silence_is_read_from_its_last_takeover_line():
+    from bcg_sim_bridge.sim2sim.runner import takeover_silence_ms
+
+    log = ("[INFO] [1.0] [policy_sentinel]: WAITING -> WATCHING: armed by the policy node's commands (node#1)\n"
+           "[ERROR] [2.0] [policy_sentinel]: TAKEOVER: policy node heartbeat silent for 131 ms; sending damping\n"
+           "[INFO] [3.0] [policy_sentinel]: TAKEN_OVER -> WAITING: policy node heartbeat back\n"
+           "[ERROR] [4.0] [policy_sentinel]: TAKEOVER: policy node command stream silent for 224 ms; sending damping\n")
+    assert takeover_silence_ms(log) == 224.0
+    assert takeover_silence_ms(log.split("[ERROR] [2.0]")[0]) is None
+
+
 def test_tracking_error_is_zero_on_the_reference_and_grows_with_deviation(robot):
     fk = KeyBodyFK(robot)
     ref = np.tile(robot.default_q, (3, 1))

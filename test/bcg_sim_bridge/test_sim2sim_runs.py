@@ -78,14 +78,16 @@ def test_killed_node_leaves_the_last_command_until_the_sentinel_damps(ros2_fault
     _, results, _ = ros2_faults
     kill = results["kill"]
     # the bridge keeps the node's last (stiff) command; damping arrives only from the sentinel, once its
-    # timeout (220 ms beside a node with --stale-periods 10) has passed since the node's last command,
-    # which came at most a control period before the kill. The upper bound is loose (a loaded machine
-    # delays the sentinel); it fails a sentinel that waited several timeouts.
+    # timeout (220 ms beside a node with --stale-periods 10) has passed since the node's last message.
+    # That it waited its timeout is judged by the silence it measured (its log): the kill's time would
+    # need the node's last tick just before it, and a late tick under load came earlier. The bound from
+    # the kill is loose (a loaded machine delays the sentinel); it fails a sentinel that waited several timeouts.
     from bcg_policy_node.sentinel.sentinel_watch import sentinel_timeout_for
 
     control_dt = 0.02
     timeout_ms = 1e3 * sentinel_timeout_for(10 * control_dt, control_dt)
-    assert timeout_ms - 1e3 * control_dt <= kill["reaction_ms"] <= timeout_ms + 1000, kill["reaction_ms"]
+    assert kill["sentinel_silence_ms"] is not None and kill["sentinel_silence_ms"] >= timeout_ms, kill.get("sentinel_silence_ms")
+    assert 0 < kill["reaction_ms"] <= timeout_ms + 1000, kill["reaction_ms"]
     assert any(e["source"] == "sentinel" and e["text"] == "TAKEN_OVER" for e in kill["timeline"])
 
 
