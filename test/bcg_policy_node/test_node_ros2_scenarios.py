@@ -397,9 +397,12 @@ def test_operator_api_exists_from_configure_to_cleanup_and_outputs_only_while_ac
         assert run.wait_for_service(timeout_sec=30)
         assert heartbeats_within(0.5) == 0  # configured, inactive: no heartbeat
         transition(Transition.TRANSITION_ACTIVATE)
-        assert heartbeats_within(0.5) > 10  # 50 Hz while active
+        n = len(obs.heartbeats)  # 50 Hz while active (waited for: a starved observer hears them late)
+        obs.wait_for(lambda: len(obs.heartbeats) - n > 10, 10, "heartbeats while active")
         transition(Transition.TRANSITION_DEACTIVATE)
-        time.sleep(0.1)
+        # the heartbeats sent before the deactivation may still be on their way to a lagging observer:
+        # wait for 0.2 s of quiet (a node that keeps publishing never gives it), then none for 0.5 s
+        obs.wait_for(lambda: time.monotonic() - obs.heartbeats[-1] > 0.2, 10, "the heartbeats to stop after deactivation")
         assert heartbeats_within(0.5) == 0
         transition(Transition.TRANSITION_CLEANUP)
         deadline = time.monotonic() + 10
