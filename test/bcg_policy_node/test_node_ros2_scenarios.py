@@ -80,9 +80,15 @@ def test_run_is_entered_only_by_the_operator(rig, robot):
     assert obs.state() == "HOLD" and len(held) > 20, obs.faults[-3:]
     assert all(np.allclose(c.q, robot.default_q) for c in held)  # the policy never reached the motors
     t_run = enter_run(obs)
-    time.sleep(0.3)
-    ran = position_commands(obs.received_since(t_run + 0.05))
-    assert ran and all(not np.allclose(c.q, robot.default_q, atol=1e-3) for c in ran)
+    # the policy's targets reach the motors and nothing of HOLD follows them. t_run is when the observer
+    # heard RUN, the commands are dated when the bridge echoed them: the last HOLD command's echo can
+    # come after t_run, so the policy's first target is found, not assumed at a time
+    obs.wait_for(lambda: len(position_commands(obs.received_since(t_run))) >= 15, 10, "the policy's commands")
+    after = position_commands(obs.received_since(t_run - 0.5))
+    policy = [i for i, c in enumerate(after) if not np.allclose(c.q, robot.default_q, atol=1e-3)]
+    assert policy, f"none of {len(after)} position commands since RUN left the default pose"
+    ran = after[policy[0]:]
+    assert len(ran) >= 10 and all(not np.allclose(c.q, robot.default_q, atol=1e-3) for c in ran), (len(after), policy[0])
     again = obs.call(api.RUN_SERVICE)
     assert not again.success and "RUN" in again.message
 
@@ -136,20 +142,26 @@ def trip_once(obs, trigger):
 def test_estop_pulses_shorter_than_a_tick_all_trip(rig, gap_ms):
     obs, *_ = rig
     back_to_hold(obs)
-    tripped = 0
-    for pulse in range(8):
+    tripped, pulse, spoiled = 0, 0, []
+    while pulse < 8:
+        obs.wait_for(lambda: obs.state() in ("RAMP", "HOLD"), 10, f"RAMP or HOLD before e-stop pulse {pulse}")
         n_faults = len(obs.faults)
         obs.estop_pub.publish(Bool(data=True))
         time.sleep(gap_ms / 1e3)
         obs.estop_pub.publish(Bool(data=False))
         obs.wait_for(lambda: len(obs.faults) > n_faults, 5, f"a trip after e-stop pulse {pulse}")
-        tripped += obs.faults[n_faults][1].startswith("estop:")
+        fault = obs.faults[n_faults][1]
         deadline = time.monotonic() + 10  # reset (the e-stop is released): PASSIVE, then the ramp
         while not obs.call(api.RESET_SERVICE).success:
             assert time.monotonic() < deadline, obs.faults[-2:]
             time.sleep(0.05)
         obs.wait_for(lambda: obs.state() in ("RAMP", "HOLD"), 5, "the ramp after reset")
-    assert tripped == 8, obs.faults[-8:]
+        if fault.split(":")[0] in LOAD_FAULTS and len(spoiled) < 2 * TRIES:
+            spoiled.append(fault)  # a load watchdog tripped first (a starved machine): this pulse is redone
+            continue
+        tripped += fault.startswith("estop:")
+        pulse += 1
+    assert tripped == 8, (obs.faults[-8:], f"pulses redone after a load trip: {spoiled}")
 
 
 @pytest.mark.parametrize("name", ["bcg_probe", api.NODE_NAME])

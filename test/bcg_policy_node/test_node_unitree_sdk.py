@@ -264,6 +264,8 @@ def test_sentinel_keeps_damping_through_a_second_writer_and_stops_on_sigint(sdk_
     # a recorder that stopped early reads as a sentinel gone silent (CI at aa848b9: 11 7 0 0 0
     # sent, 11 8 11 11 11 received, from a fixed 8 s recording that began before a slow probe start)
     assert record["recorded_until"] - realtime_ahead > edges[-1], f"the recording ended before the last window: {why}"
+    # and began before the first: a reader matched to the sentinel's writer late reads the same way
+    assert sent.size and sent[0] < edges[0], f"the recorder heard the sentinel only after the first window: {why}"
     # the safety property, by the sentinel's own send times: its 50 Hz damping never stopped.
     # A deadlock stops it for good (it did, before the polled readers); a starved process on
     # the loaded 2-core test machine once sent nothing for one 250 ms window in the middle of
