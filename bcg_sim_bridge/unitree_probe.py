@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import sys
 import threading
 import time
@@ -147,7 +148,6 @@ def _run_record(args) -> dict:
 
 def _cue_arrived() -> bool:
     """A line (or the close) waiting on stdin, without blocking: ``--armed --record``'s stop cue."""
-    import select
     return bool(select.select([sys.stdin], [], [], 0.0)[0])
 
 

@@ -42,12 +42,12 @@ class CommanderLease:
         present = sorted((t, ident) for ident, t in self.last_seen.items() if now - t <= self.window_s)
         foreign = [(t, ident) for t, ident in present if ident not in self.sentinels]
         if foreign:
-            t, ident = foreign[-1]
+            _, ident = foreign[-1]
             others = f" (and {len(present) - 1} more)" if len(present) > 1 else ""
             return Fault("foreign_commander",
                          f"another writer commands the motors: {ident}{others}, {self.counts[ident]} commands seen")
         if present:
-            t, ident = present[-1]
+            _, ident = present[-1]
             return Fault("sentinel_missing", f"the sentinel's damping is on the motors ({ident}, {self.counts[ident]} "
                                              "commands seen): it took over from this node; wait for it to hand back")
         return None

@@ -214,7 +214,7 @@ METRIC_KEYS = ("tracking_error_m", "reward")
 HISTORY_KEYS = COUNT_KEYS + METRIC_KEYS
 
 
-def _checked_rows(path: Path, rows, keys: tuple[str, ...] = HISTORY_KEYS) -> list[dict]:
+def _checked_rows(path: Path, rows, keys: tuple[str, ...]) -> list[dict]:
     """``rows`` when it is a non-empty list of rows that each hold a finite number under every one of
     ``keys``; else a :class:`BCGInputError` naming the file (a NaN gave a report of NaNs, exit 0)."""
     if not isinstance(rows, list) or not rows:
